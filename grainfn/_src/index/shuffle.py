@@ -1,0 +1,327 @@
+"""Grain-compatible global shuffle: a keyed bijection of [0, n), computed per index.
+
+The order is the one of Grain 0.2.18's `MapDataset.shuffle`: a Simon-like Feistel
+cipher over a power-of-two block of B bits, cycle-walked into [0, n), keyed by
+`std::seed_seq{seed}` with one seed per epoch. Memory is O(1) per index.
+
+Grain sizes the block with `ceil(log2(n - 1))` in floating point. That is one bit
+short when `n - 1` is exactly 2**k for even k >= 16 (n = 65537, 2**18 + 1, ...),
+or lies just above such a power with k >= 50 (the double log2 rounds down onto
+k), and Grain's result is then not a permutation. Here B comes from the exact bit
+length, so the order equals Grain's for every other length and is a true
+permutation for all lengths in [1, 2**63).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+import numpy as np
+
+_Array = TypeVar("_Array")
+
+_ROUNDS = 4
+_SEED_LIMIT = 2**32
+_MAX_LENGTH = 2**63 - 1
+_M32 = 0xFFFFFFFF
+_SEED_SEQ_INIT = 0x8B8B8B8B
+_TABLE_BITS = 16  # the smallest block: cycle-walked once per (length, seed) into a table
+_CHUNK = 1 << 16  # numpy temporaries of this many elements stay in cache
+_PYTHON_MAX = 16  # up to this many values are cheaper to encrypt with Python ints
+
+
+def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
+    """Maps dataset positions to parent indices of a shuffled dataset of `length`.
+
+    Position `i` lies in epoch `e, j = divmod(i, length)` and maps to
+    `permutation_e(j) + e * length`, where epoch `e` uses seed `(seed + e) % 2**32`,
+    exactly as Grain's `MapDataset.shuffle` does.
+
+    Args:
+        indices: Integer positions >= 0: a numpy array (or array-like), or a jax
+            array, possibly traced under `jax.jit`. Without `jax_enable_x64`, jax
+            supports lengths up to 2**32 (2**31 for int32 indices).
+        length: Length of the dataset being shuffled, in [1, 2**63 - 1].
+        seed: Shuffle seed in [0, 2**32).
+
+    Returns:
+        Parent indices with the shape of `indices`: numpy int64 for numpy input, a
+        jax array of the input dtype for jax input.
+
+    Raises:
+        ValueError: If `length`, `seed` or a (concrete) index is out of range, or
+            if an index's epoch may shuffle past the int64 range.
+        TypeError: If `indices` are not integers.
+
+    Examples:
+        >>> shuffle_indices(np.arange(10), 5, seed=42)
+        array([4, 1, 2, 3, 0, 7, 5, 8, 6, 9])
+        >>> sorted(shuffle_indices(np.arange(1000), 1000, seed=7)) == list(range(1000))
+        True
+    """
+    length, seed = _check_length(length), _check_seed(seed)
+    if type(indices).__module__.startswith("jax"):
+        return cast(_Array, _shuffle_jax(indices, length, seed))
+    array = np.asarray(indices)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, got dtype {array.dtype}.")
+    flat = array.astype(np.int64, copy=False).reshape(-1)
+    out = np.empty_like(flat)
+    for start in range(0, flat.size, _CHUNK):
+        out[start : start + _CHUNK] = _shuffle_chunk(flat[start : start + _CHUNK], length, seed)
+    return cast(_Array, out.reshape(array.shape))
+
+
+def shuffle_index(index: int, length: int, seed: int) -> int:
+    """Scalar `shuffle_indices` on Python ints: one random access, no array overhead.
+
+    Args:
+        index: Position >= 0 (any epoch).
+        length: Length of the dataset being shuffled, in [1, 2**63 - 1].
+        seed: Shuffle seed in [0, 2**32).
+
+    Returns:
+        The parent index, equal to `shuffle_indices(np.array([index]), length, seed)[0]`.
+
+    Raises:
+        ValueError: If `index`, `length` or `seed` is out of range.
+
+    Examples:
+        >>> [shuffle_index(i, 5, seed=42) for i in range(10)]
+        [4, 1, 2, 3, 0, 7, 5, 8, 6, 9]
+        >>> shuffle_index(123_456_789, 2**40, seed=0)
+        939530984160
+    """
+    length, seed = _check_length(length), _check_seed(seed)
+    index = _check_int(index, "index", "an integer >= 0", 0, None)
+    epoch, position = divmod(index, length)
+    return _permute_int(position, length, (seed + epoch) & _M32) + epoch * length
+
+
+def _check_int(value: Any, name: str, allowed: str, low: int, high: int | None) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be {allowed}, got {value!r}.")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be {allowed}, got {value!r}.") from None
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {allowed}, got {value}.")
+    return cast(int, value)
+
+
+def _check_length(length: Any) -> int:
+    return _check_int(length, "length", "an integer in [1, 2**63 - 1]", 1, _MAX_LENGTH)
+
+
+def _check_seed(seed: Any) -> int:
+    return _check_int(seed, "seed", "an integer in [0, 2**32)", 0, _SEED_LIMIT - 1)
+
+
+def _block_bits(max_index: int) -> int:
+    bits = max_index.bit_length()
+    return max(_TABLE_BITS, bits + (bits & 1))
+
+
+def _generate_keys(seeds: Any, init: Any, wrap: Callable[[Any], Any]) -> list[Any]:
+    """`std::seed_seq{seed}.generate()` of `_ROUNDS` words ([rand.util.seedseq]).
+
+    Elementwise over Python ints (`wrap` reduces mod 2**32) or over numpy / jax
+    uint32 arrays (which wrap by themselves; `init` then has the seeds' shape).
+    """
+    n, s = _ROUNDS, 1  # n output words from s = 1 input word
+    t = (n - 1) // 2  # the standard's t for n < 7
+    p, m = (n - t) // 2, max(s + 1, n)
+    q = p + t
+    b = [init] * n
+    for k in range(m):
+        x = b[k % n] ^ b[(k + p) % n] ^ b[(k - 1) % n]
+        r1 = wrap(1664525 * (x ^ (x >> 27)))
+        r2 = wrap(r1 + (s if k == 0 else k % n + seeds if k <= s else k % n))
+        b[(k + p) % n] = wrap(b[(k + p) % n] + r1)
+        b[(k + q) % n] = wrap(b[(k + q) % n] + r2)
+        b[k % n] = r2
+    for k in range(m, m + n):
+        x = wrap(b[k % n] + b[(k + p) % n] + b[(k - 1) % n])
+        r3 = wrap(1566083941 * (x ^ (x >> 27)))
+        r4 = wrap(r3 - k % n)
+        b[(k + p) % n] ^= r3
+        b[(k + q) % n] ^= r4
+        b[k % n] = r4
+    return b
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_keys(seed: int, word_bits: int) -> tuple[int, ...]:
+    mask = (1 << word_bits) - 1
+    return tuple(k & mask for k in _generate_keys(seed, _SEED_SEQ_INIT, lambda x: x & _M32))
+
+
+def _encrypt_int(value: int, w: int, keys: tuple[int, ...]) -> int:
+    mask, s1, s2, s8 = (1 << w) - 1, w - 1, w - 2, w - 8
+    left, right = value >> w, value & mask
+    for key1, key2 in zip(keys[::2], keys[1::2], strict=True):
+        x = right
+        left ^= ((((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask) ^ key1
+        x = left
+        right ^= ((((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask) ^ key2
+    return left << w | right
+
+
+def _walk_int(value: int, max_index: int, w: int, keys: tuple[int, ...]) -> int:
+    """Encrypts `value` at least once, then until it lies in [0, max_index]."""
+    value = _encrypt_int(value, w, keys)
+    while value > max_index:
+        value = _encrypt_int(value, w, keys)
+    return value
+
+
+def _permute_int(position: int, length: int, seed: int) -> int:
+    max_index = length - 1
+    if max_index == 0:
+        return 0
+    bits = _block_bits(max_index)
+    if bits == _TABLE_BITS:
+        return int(_table(length, seed)[position])
+    return _walk_int(position, max_index, bits // 2, _int_keys(seed, bits // 2))
+
+
+def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
+    """Encrypts a numpy or jax uint32 / uint64 array of `2 * w`-bit values."""
+    mask, s1, s2, s8 = np.uint32((1 << w) - 1), w - 1, w - 2, w - 8
+
+    def f(x: Any) -> Any:  # Simon's round function, rotations within w bits
+        return (((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask
+
+    left, right = (value >> w).astype(np.uint32), (value & mask).astype(np.uint32)
+    for k in range(0, _ROUNDS, 2):
+        left = left ^ f(right) ^ keys[k]
+        right = right ^ f(left) ^ keys[k + 1]
+    return (left.astype(value.dtype) << w) | right.astype(value.dtype)
+
+
+def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
+    mask = np.uint32((1 << w) - 1)
+    return [k & mask for k in _generate_keys(seeds, init, lambda x: x)]
+
+
+@functools.lru_cache(maxsize=32)
+def _table(length: int, seed: int) -> np.ndarray:
+    """The cycle-walked permutation of [0, length) for a 16-bit block, as uint16."""
+    keys = [np.uint32(k) for k in _int_keys(seed, _TABLE_BITS // 2)]
+    block = np.arange(1 << _TABLE_BITS, dtype=np.uint32)
+    succ = _encrypt(block, _TABLE_BITS // 2, keys).astype(np.intp)
+    # Pointer doubling: after r rounds succ[x] is the first in-range value among the
+    # first 2**r cipher steps from x (else the 2**r-th); cycles have <= 2**16 steps.
+    while (succ[:length] >= length).any():
+        succ = np.where(succ >= length, np.take(succ, succ), succ)
+    table = succ[:length].astype(np.uint16)
+    table.flags.writeable = False
+    return table
+
+
+def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -> np.ndarray:
+    """Permutes int64 positions in [0, length) with one seed or a uint32 seed per element."""
+    max_index = length - 1
+    bits = _block_bits(max_index)
+    if max_index == 0:
+        return np.zeros(position.shape, np.uint16)
+    if bits == _TABLE_BITS:
+        if isinstance(seeds, int):
+            return _table(length, seeds)[position]
+        out = np.empty(position.shape, np.uint16)
+        for seed in np.unique(seeds):
+            selected = seeds == seed
+            out[selected] = _table(length, int(seed))[position[selected]]
+        return out
+    w = bits // 2
+    if position.size <= _PYTHON_MAX:
+        seed_list = [seeds] * position.size if isinstance(seeds, int) else seeds.tolist()
+        pairs = zip(position.tolist(), seed_list, strict=True)
+        return np.array([_walk_int(p, max_index, w, _int_keys(s, w)) for p, s in pairs], np.uint64)
+    if isinstance(seeds, int):
+        keys: list[Any] = [np.uint32(k) for k in _int_keys(seeds, w)]
+    else:
+        keys = _array_keys(seeds, np.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
+    value = _encrypt(position.astype(np.uint32 if bits <= 32 else np.uint64), w, keys)
+    active = np.flatnonzero(value > max_index)
+    while active.size > _PYTHON_MAX:  # cycle walking: re-encrypt only values out of range
+        walked = _encrypt(value[active], w, [k if np.ndim(k) == 0 else k[active] for k in keys])
+        value[active] = walked
+        active = active[walked > max_index]
+    for i in active.tolist():  # the last few stragglers are cheaper one by one
+        seed = seeds if isinstance(seeds, int) else int(seeds[i])
+        value[i] = _walk_int(int(value[i]), max_index, w, _int_keys(seed, w))
+    return value
+
+
+def _shuffle_chunk(indices: np.ndarray, length: int, seed: int) -> np.ndarray:
+    low, high = int(indices.min()), int(indices.max())
+    if low < 0:
+        raise ValueError(f"indices must be >= 0, got {low}.")
+    first_epoch, last_epoch = low // length, high // length
+    if (last_epoch + 1) * length - 1 > _MAX_LENGTH:
+        raise ValueError(f"index {high} shuffles to a position that may not fit in int64.")
+    if first_epoch == last_epoch:
+        base = first_epoch * length
+        out = _permute_numpy(indices - base, length, (seed + first_epoch) % _SEED_LIMIT)
+        return out.astype(np.int64) + base
+    epoch = indices // length
+    seeds = (epoch % _SEED_LIMIT).astype(np.uint32) + np.uint32(seed)
+    out = _permute_numpy(indices - epoch * length, length, seeds)
+    return out.astype(np.int64) + epoch * length
+
+
+def _shuffle_jax(indices: Any, length: int, seed: int) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    if not jnp.issubdtype(indices.dtype, jnp.integer):
+        raise TypeError(f"indices must be integers, got dtype {indices.dtype}.")
+    bits = _block_bits(length - 1)
+    if bits > 32 and jax.dtypes.canonicalize_dtype(np.uint64) != np.uint64:
+        raise ValueError(
+            f"length {length} needs a {bits}-bit shuffle block, but jax runs in 32-bit mode; "
+            "enable 64-bit mode with jax.config.update('jax_enable_x64', True)."
+        )
+    if length - 1 > jnp.iinfo(indices.dtype).max:
+        raise ValueError(
+            f"length {length} does not fit in indices of dtype {indices.dtype}; "
+            "use a wider dtype (64-bit needs jax_enable_x64)."
+        )
+    if not isinstance(indices, jax.core.Tracer) and indices.size:
+        low = int(indices.min())
+        if low < 0:
+            raise ValueError(f"indices must be >= 0, got {low}.")
+    return _jax_kernel()(indices, length, seed)
+
+
+@functools.cache
+def _jax_kernel() -> Callable[[Any, int, int], Any]:
+    import jax
+    import jax.numpy as jnp
+
+    def kernel(indices: Any, length: int, seed: int) -> Any:
+        if length == 1:
+            return indices
+        bits = _block_bits(length - 1)
+        w, limit = bits // 2, (np.uint32 if bits <= 32 else np.uint64)(length - 1)
+        index_dtype = np.uint64 if indices.dtype.itemsize == 8 else np.uint32
+        positions = indices.astype(index_dtype)
+        epoch = base = jnp.zeros_like(positions)
+        if length <= np.iinfo(index_dtype).max:  # else (length 2**32, uint32) all in epoch 0
+            epoch = positions // index_dtype(length)
+            base = epoch * index_dtype(length)
+        seeds = epoch.astype(np.uint32) + np.uint32(seed)
+        keys = _array_keys(seeds, jnp.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
+        value = jax.lax.while_loop(
+            lambda v: jnp.any(v > limit),
+            lambda v: jnp.where(v > limit, _encrypt(v, w, keys), v),
+            _encrypt((positions - base).astype(limit.dtype), w, keys),
+        )
+        return (value.astype(index_dtype) + base).astype(indices.dtype)
+
+    return jax.jit(kernel, static_argnums=(1, 2))

@@ -1,0 +1,303 @@
+"""Tests for grainfn._src.index.shuffle: Grain parity, bijectivity, scalar/vector/jax agreement."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grainfn._src.index import shuffle as shuffle_module
+from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
+
+SEEDS = [0, 1, 12345, 2**31, 2**32 - 1]
+LENGTHS = [
+    *[1, 2, 3, 7, 255, 256, 257, 1000, 65535, 65536, 65537],
+    *[2**17 - 1, 2**17, 2**17 + 1, 2**18 + 1, 10**6 + 3, 2**32, 2**32 + 1, 2**40, 2**40 + 1],
+    *[2**52 + 6, 2**53 + 1, 2**54 + 1, 2**56 + 7, 2**62, 2**62 + 1, 2**62 + 12345, 2**63 - 1],
+]
+# Lengths at which Grain's floating-point block size is one bit short (see grain_block_bits):
+# n - 1 is an even power of two >= 2**16, or lies just above one (>= 2**50) so that the
+# double log2 (or the conversion to double) rounds down onto the power.
+GRAIN_BROKEN = {
+    *[2**16 + 1, 2**18 + 1, 2**32 + 1, 2**40 + 1],
+    *[2**52 + 6, 2**54 + 1, 2**56 + 7, 2**62 + 1],
+}
+
+
+def grain_index_shuffle():
+    module = pytest.importorskip(
+        "grain._src.python.experimental.index_shuffle.python.index_shuffle_module"
+    )
+    return module.index_shuffle
+
+
+def grain_shuffle(index: int, length: int, seed: int) -> int:
+    """Grain's MapDataset.shuffle position -> parent index, with its C++ index_shuffle."""
+    epoch, position = divmod(index, length)
+    permuted = grain_index_shuffle()(
+        position, max_index=length - 1, seed=(seed + epoch) % 2**32, rounds=4
+    )
+    return permuted + epoch * length
+
+
+def grain_block_bits(max_index: int) -> int:
+    """Grain's block size: ceil(log2(max_index)) in doubles, rounded up to even, >= 16."""
+    bits = math.ceil(math.log2(max_index))
+    return min(64, max(16, bits + bits % 2))
+
+
+def grain_is_broken(length: int) -> bool:
+    return length > 1 and grain_block_bits(length - 1) != shuffle_module._block_bits(length - 1)
+
+
+def sample_indices(length: int, epochs: int, count: int, rng: random.Random) -> list[int]:
+    """Random indices over `epochs` epochs plus each epoch's first and last index."""
+    epochs = max(1, min(epochs, (2**63 - 1) // length - 1))
+    edges = [e * length + d for e in range(epochs) for d in (0, length - 1)]
+    return edges + [rng.randrange(epochs * length) for _ in range(count)]
+
+
+def assert_permutation(values: np.ndarray, length: int) -> None:
+    assert values.shape == (length,)
+    assert np.array_equal(np.sort(values), np.arange(length))
+
+
+# --- Grain parity -------------------------------------------------------------------------
+
+
+@pytest.mark.grain
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("length", [n for n in LENGTHS if n not in GRAIN_BROKEN])
+def test_equals_grain(length: int, seed: int) -> None:
+    rng = random.Random(length * 31 + seed)
+    if length <= 70_000:
+        indices = list(range(3 * length)) if length < 3000 else sample_indices(length, 3, 3000, rng)
+    else:
+        indices = sample_indices(length, 3, 300, rng)
+    expected = [grain_shuffle(i, length, seed) for i in indices]
+    assert shuffle_indices(np.array(indices, np.int64), length, seed).tolist() == expected
+    assert [shuffle_index(i, length, seed) for i in indices] == expected
+
+
+@pytest.mark.grain
+@pytest.mark.parametrize("seed", [0, 2**32 - 1])
+def test_equals_grain_map_dataset_shuffle(seed: int) -> None:
+    grain = pytest.importorskip("grain")
+    for length in [1, 5, 300, 70_000]:
+        dataset = grain.MapDataset.range(length).shuffle(seed=seed)
+        indices = [*range(min(length, 500)), length + 3, 2 * length + 1]
+        ours = shuffle_indices(np.array(indices), length, seed) % length
+        assert ours.tolist() == [dataset[i] for i in indices]
+
+
+@pytest.mark.grain
+def test_broken_lengths_are_exactly_the_predicted_ones() -> None:
+    candidates = set(LENGTHS)
+    for k in range(15, 63):
+        candidates |= {2**k - 1, 2**k, 2**k + 1, 2**k + 2}
+    candidates |= {2**k + d for k in range(48, 63) for d in (3, 7, 12, 2 ** max(0, k - 52) + 1)}
+    rng = random.Random(0)
+    mismatched = set()
+    for length in sorted(candidates):
+        for seed in (0, 2**32 - 1):
+            indices = sample_indices(length, 2, 8, rng)
+            ours = [shuffle_index(i, length, seed) for i in indices]
+            if ours != [grain_shuffle(i, length, seed) for i in indices]:
+                mismatched.add(length)
+    assert mismatched == {n for n in candidates if grain_is_broken(n)}
+    assert {n for n in LENGTHS if grain_is_broken(n)} == GRAIN_BROKEN
+    # Below 2**50 exactly the even powers of two >= 2**16; above, also values just over them.
+    assert {n for n in mismatched if n - 1 < 2**50} == {2**k + 1 for k in range(16, 50, 2)}
+    assert {2**50 + 3, 2**52 + 12, 2**54 + 3, 2**62 + 7} <= mismatched
+
+
+@pytest.mark.grain
+@pytest.mark.parametrize("length", sorted(GRAIN_BROKEN))
+def test_grain_collides_where_predicted(length: int) -> None:
+    max_index, grain_bits = length - 1, grain_block_bits(length - 1)
+    assert grain_bits < shuffle_module._block_bits(max_index)
+    # Grain's too-small block drops the top bits of its input, so two positions collide.
+    other = max_index % 2**grain_bits
+    for seed in (0, 7, 2**32 - 1):
+        assert grain_shuffle(max_index, length, seed) == grain_shuffle(other, length, seed)
+        assert shuffle_index(max_index, length, seed) != shuffle_index(other, length, seed)
+
+
+@pytest.mark.grain
+def test_grain_is_not_a_permutation_for_65537_but_ours_is() -> None:
+    length, seed = 2**16 + 1, 3
+    grains = [grain_shuffle(i, length, seed) for i in range(length)]
+    assert len(set(grains)) < length and length - 1 not in grains
+    assert_permutation(shuffle_indices(np.arange(length), length, seed), length)
+
+
+@pytest.mark.grain
+@settings(max_examples=30)
+@given(
+    length=st.integers(2, 2**63 - 1) | st.integers(2**53, 2**63 - 1),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_equals_grain_or_grain_provably_broken(length: int, seed: int) -> None:
+    rng = random.Random(seed)
+    indices = sample_indices(length, 2, 6, rng)
+    ours = shuffle_indices(np.array(indices, np.int64), length, seed).tolist()
+    if grain_is_broken(length):
+        other = (length - 1) % 2 ** grain_block_bits(length - 1)
+        assert grain_shuffle(length - 1, length, seed) == grain_shuffle(other, length, seed)
+    else:
+        assert ours == [grain_shuffle(i, length, seed) for i in indices]
+
+
+# --- Bijectivity --------------------------------------------------------------------------
+
+
+def test_permutation_for_every_length_up_to_2000() -> None:
+    for length in range(1, 2001):
+        assert_permutation(shuffle_indices(np.arange(length), length, 12345), length)
+
+
+@settings(max_examples=20)
+@given(length=st.integers(1, 2**20), seed=st.integers(0, 2**32 - 1))
+def test_permutation_property(length: int, seed: int) -> None:
+    assert_permutation(shuffle_indices(np.arange(length), length, seed), length)
+
+
+@settings(max_examples=50)
+@given(length=st.integers(2**20, 2**63 - 1), seed=st.integers(0, 2**32 - 1))
+def test_large_lengths_sampled_distinct_and_in_range(length: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    positions = np.unique(rng.integers(0, length, 2000, dtype=np.int64))
+    shuffled = shuffle_indices(positions, length, seed)
+    assert len(np.unique(shuffled)) == len(positions)
+    assert shuffled.min() >= 0 and shuffled.max() < length
+
+
+def test_multiple_epochs_are_permutations_with_different_orders() -> None:
+    length = 1000
+    shuffled = shuffle_indices(np.arange(3 * length), length, 5).reshape(3, length)
+    for epoch in range(3):
+        assert_permutation(shuffled[epoch] - epoch * length, length)
+    assert not np.array_equal(shuffled[0], shuffled[1] - length)
+
+
+# --- Scalar / vector / shapes -------------------------------------------------------------
+
+
+@settings(max_examples=100)
+@given(
+    length=st.integers(1, 300) | st.integers(1, 2**20) | st.integers(1, 2**63 - 1),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_scalar_and_vector_agree(length: int, seed: int, data: st.DataObject) -> None:
+    limit = min(5 * length, 2**63 - length)
+    indices = data.draw(st.lists(st.integers(0, limit - 1), min_size=1, max_size=20))
+    vector = shuffle_indices(np.array(indices, np.int64), length, seed)
+    assert vector.tolist() == [shuffle_index(i, length, seed) for i in indices]
+
+
+def test_shape_dtype_and_large_chunked_input() -> None:
+    indices = np.arange(7 * 30_011).reshape(7, -1)[:, ::-1]
+    out = shuffle_indices(indices, 50_000, 9)
+    assert out.shape == indices.shape and out.dtype == np.int64
+    expected = [shuffle_index(int(i), 50_000, 9) for i in indices.ravel()[::997]]
+    assert out.ravel()[::997].tolist() == expected
+    assert shuffle_indices(np.array([], np.int64), 10, 0).shape == (0,)
+    assert shuffle_indices(np.int64(3), 10, 0).shape == ()
+    assert shuffle_indices(np.arange(4, dtype=np.int32), 4, 0).dtype == np.int64
+
+
+def test_many_epochs_in_one_call() -> None:
+    for length in (3, 1000, 100_003):
+        indices = np.arange(0, 40 * length, max(1, length // 7))
+        out = shuffle_indices(indices, length, 2**32 - 2)  # epoch seeds wrap past 2**32
+        assert out.tolist() == [shuffle_index(int(i), length, 2**32 - 2) for i in indices]
+
+
+# --- Validation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "value"),
+    [
+        (lambda: shuffle_index(0, 0, 0), "got 0"),
+        (lambda: shuffle_index(0, 2**63, 0), f"got {2**63}"),
+        (lambda: shuffle_index(0, 5, -1), "got -1"),
+        (lambda: shuffle_index(0, 5, 2**32), f"got {2**32}"),
+        (lambda: shuffle_index(-3, 5, 0), "got -3"),
+        (lambda: shuffle_indices(np.array([1, -4]), 5, 0), "got -4"),
+        (lambda: shuffle_indices(np.array([1]), -2, 0), "got -2"),
+        (lambda: shuffle_indices(np.array([1]), 5, 2**32 + 5), f"got {2**32 + 5}"),
+        (lambda: shuffle_indices(np.array([2**62 + 5]), 2**62 + 1, 0), f"{2**62 + 5}"),
+    ],
+)
+def test_bad_values_raise(call, value: str) -> None:
+    with pytest.raises(ValueError, match=value):
+        call()
+
+
+def test_bad_types_raise() -> None:
+    with pytest.raises(TypeError, match="seed"):
+        shuffle_index(0, 5, 1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="integers"):
+        shuffle_indices(np.array([0.5]), 5, 0)
+
+
+# --- jax ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def x64():
+    jax = pytest.importorskip("jax")
+    previous = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.mark.parametrize("length", [1, 2, 1000, 65537, 10**6 + 3, 2**31])
+def test_jax_32_bit_matches_numpy(length: int) -> None:
+    jax = pytest.importorskip("jax")
+    assert not jax.config.read("jax_enable_x64")
+    indices = np.arange(0, min(3 * length, 2**31 - 1), max(1, 3 * length // 3000))
+    expected = shuffle_indices(indices, length, 77)
+    traced = jax.jit(lambda x: shuffle_indices(x, length, 77))(jax.numpy.asarray(indices))
+    assert traced.dtype == np.int32
+    assert np.array_equal(np.asarray(traced), expected)
+    eager = shuffle_indices(jax.numpy.asarray(indices), length, 77)
+    assert np.array_equal(np.asarray(eager), expected)
+
+
+def test_jax_32_bit_rejects_lengths_needing_x64() -> None:
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError, match="jax_enable_x64"):
+        shuffle_indices(jax.numpy.arange(3), 2**32 + 1, 0)
+    with pytest.raises(ValueError, match="got -1"):
+        shuffle_indices(jax.numpy.array([0, -1]), 10, 0)
+
+
+@pytest.mark.parametrize("length", [1000, 2**33 + 5, 2**62 + 12345, 2**63 - 1])
+def test_jax_x64_matches_numpy(x64, length: int) -> None:
+    jax = x64
+    indices = np.arange(0, 2000) * (2 * length // 2000 if length < 2**62 else length // 2000)
+    expected = shuffle_indices(indices, length, 2**32 - 1)
+    traced = jax.jit(lambda x: shuffle_indices(x, length, 2**32 - 1))(jax.numpy.asarray(indices))
+    assert traced.dtype == np.int64
+    assert np.array_equal(np.asarray(traced), expected)
+
+
+def test_import_does_not_import_jax() -> None:
+    import subprocess
+    import sys
+
+    # Loads the module file alone, so that other grainfn modules cannot affect the answer.
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('shuffle', {shuffle_module.__file__!r})\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "print('jax' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "False", result.stderr
