@@ -1,0 +1,141 @@
+"""The Dataset record: a length and a pure map from index to element.
+
+Every combinator returns a new frozen record; nothing is ever mutated. An index
+`>= length` addresses a later epoch (shuffles draw a new permutation there,
+random maps new numbers), and `None` means "no element here" (what `filter`
+leaves behind). Each record answers one index with `get` and a whole block with
+`get_many`, which resolves the index math of the block in one vectorized call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import sys
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+INFINITE = sys.maxsize
+"""The length of an infinitely repeated dataset, as in Grain."""
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Dataset(Generic[T]):
+    """A dataset: `length` elements per epoch, each computed on demand from its index.
+
+    Build datasets with the functions of `grainfn.fn`; this class only defines
+    what they all answer.
+
+    Attributes:
+        length: The number of positions in one epoch; `sys.maxsize` if infinite.
+    """
+
+    length: int = dataclasses.field(init=False)
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        """The datasets this one reads from."""
+        return ()
+
+    @property
+    def pipeline_seed(self) -> int | None:
+        """The seed a `seed` stage sets for downstream random stages; None elsewhere."""
+        return None
+
+    def get(self, index: int) -> T | None:
+        """Returns the element at `index`, or None if a filter removed it.
+
+        Args:
+            index: Any position >= 0; `index // length` is the epoch.
+
+        Raises:
+            IndexError: for a negative index or an empty dataset.
+        """
+        index = _check_index(index)
+        if self.length == 0:
+            raise IndexError(f"Cannot read index {index} of an empty dataset:\n{self!r}")
+        return self._get(index)
+
+    def get_many(self, indices: Sequence[int] | np.ndarray) -> list[T | None]:
+        """Returns the elements at `indices`, resolving their index math in one call.
+
+        Equal to `[self.get(i) for i in indices]`, only faster.
+        """
+        array = np.asarray(indices)
+        if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+            raise TypeError(
+                f"indices must be a 1-D sequence of integers, got an array of shape "
+                f"{array.shape} and dtype {array.dtype}."
+            )
+        array = array.astype(np.int64, copy=False)
+        if array.size == 0:
+            return []
+        if array.min() < 0:
+            raise IndexError(f"indices must be >= 0, got {int(array.min())}.")
+        if self.length == 0:
+            raise IndexError(f"Cannot read from an empty dataset:\n{self!r}")
+        return self._get_many(array)
+
+    def _get(self, index: int) -> T | None:
+        raise NotImplementedError(f"{type(self).__name__} does not define _get")
+
+    def _get_many(self, indices: np.ndarray) -> list[T | None]:
+        get = self._get
+        return [get(i) for i in indices.tolist()]
+
+    def describe_stage(self) -> str:
+        """One line naming this stage and its arguments, without its parents."""
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return "\n".join(_pipeline_lines(self, 0))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class OneParent(Dataset[T]):
+    """Base of the stages that read from exactly one parent."""
+
+    parent: Dataset[Any]
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return (self.parent,)
+
+
+def set_length(record: Dataset[Any], length: int) -> None:
+    """Fills in the derived `length` field of a frozen record being built."""
+    object.__setattr__(record, "length", length)
+
+
+def function_name(fn: Any) -> str:
+    """A short readable name for a user function or transform object."""
+    name = getattr(fn, "__qualname__", None) or getattr(type(fn), "__qualname__", None)
+    return str(name) if name else repr(fn)
+
+
+def _pipeline_lines(ds: Dataset[Any], depth: int) -> list[str]:
+    length = "inf" if ds.length >= INFINITE else str(ds.length)
+    lines = [f"{'  ' * depth}{ds.describe_stage()}  [length {length}]"]
+    for parent in ds.parents:
+        lines.extend(_pipeline_lines(parent, depth + 1))
+    return lines
+
+
+def _check_index(index: Any) -> int:
+    if isinstance(index, bool):
+        raise TypeError(f"index must be an integer, got {index!r}.")
+    try:
+        index = operator.index(index)
+    except TypeError:
+        raise TypeError(
+            f"index must be an integer, got {index!r} of type {type(index).__name__}."
+        ) from None
+    if index < 0:
+        raise IndexError(
+            f"index must be >= 0, got {index}; indices past the length are later epochs."
+        )
+    return index
