@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 
-from pipelines import build_fn, build_grain, pipeline_specs
+from pipelines import build_dataset, build_grain, dataset_specs
 
 pytestmark = pytest.mark.grain
 
@@ -47,9 +47,9 @@ def compare(spec: tuple[Any, ...]) -> None:
         theirs = build_grain(spec)
     except (ValueError, TypeError):
         with pytest.raises((ValueError, TypeError)):
-            build_fn(spec)
+            build_dataset(spec)
         return
-    ours = build_fn(spec)
+    ours = build_dataset(spec)
     grain_length = assert_same_length(ours.length, theirs)
     # Where Grain's float length is off, its epochs start elsewhere: compare the
     # first epoch common to both only.
@@ -102,7 +102,7 @@ def has_infinite_stage(ds: Any) -> bool:
 
 
 @settings(max_examples=300)
-@given(pipeline_specs())
+@given(dataset_specs())
 def test_random_pipelines_match_grain(spec: tuple[Any, ...]) -> None:
     note(f"spec = {spec!r}")
     compare(spec)

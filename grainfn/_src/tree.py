@@ -1,7 +1,8 @@
 """Batching of pytrees: stacking elements leaf by leaf along a new first axis.
 
-A pytree here is a dict, list, tuple or namedtuple nesting of leaves; anything
-else is a leaf. jax is not needed: elements are plain Python and numpy values.
+A pytree here is a dict, list, tuple or namedtuple nesting of leaves; None
+is an empty subtree (as in JAX) and anything else is a leaf. jax is not
+needed: elements are plain Python and numpy values.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
 
 def _stack_at(elements: Sequence[Any], path: str) -> Any:
     first = elements[0]
+    if first is None:  # an empty subtree, as in JAX: nothing to stack
+        for position, element in enumerate(elements):
+            if element is not None:
+                raise _structure_error(path, first, element, position)
+        return None
     if isinstance(first, dict):
         keys = first.keys()
         for position, element in enumerate(elements):
@@ -97,6 +103,8 @@ def _structure_error(path: str, first: Any, other: Any, position: int) -> ValueE
 
 
 def _describe(node: Any) -> str:
+    if node is None:
+        return "None"
     if isinstance(node, dict):
         return f"a dict with keys {sorted(map(str, node.keys()))}"
     if isinstance(node, (list, tuple)):

@@ -7,8 +7,9 @@ mix goes to the component whose running share first differs between `k` and
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,3 +118,26 @@ def concat_indices(indices: Any, lengths: Sequence[int]) -> tuple[Any, Any]:
     # picks the last of equal starts, which is the non-empty one.
     keys = offset - starts[components] + epoch * sizes[components]
     return components, keys
+
+
+_PATTERN_TABLE_LIMIT = 1 << 16
+
+
+@functools.lru_cache(maxsize=64)
+def mix_pattern(proportions: tuple[int, ...]) -> Callable[[int], int]:
+    """A fast `k -> component of position k` for one mix.
+
+    The component sequence repeats every `sum(proportions)` positions (each
+    floor in `mix_index` shifts by a whole number over one period), so for
+    periods up to 65536 one period is tabulated once.
+
+    Examples:
+        >>> pattern = mix_pattern((100, 200))
+        >>> [pattern(k) for k in range(6)] == [mix_index(k, (100, 200))[0] for k in range(6)]
+        True
+    """
+    period = sum(proportions)
+    if period > _PATTERN_TABLE_LIMIT:
+        return lambda k: mix_index(k, proportions)[0]
+    table = mix_indices(np.arange(period, dtype=np.int64), proportions)[0].tolist()
+    return lambda k: table[k % period]

@@ -1,0 +1,405 @@
+"""The combinators of `grainfn.fn`: curried, configuration first, data last.
+
+Each accepts a Dataset or, where the operation makes sense on a sequence read
+in order, a Stream, and returns a new value of the same kind.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src import element_ops, index_ops, stream_ops, validate
+from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.index import slicing
+from grainfn._src.index.seeds import derive_seed
+from grainfn._src.sources import RangeDataset, SourceDataset, check_source
+from grainfn._src.stream import FromDatasetStream, Stream
+
+T = TypeVar("T")
+Data = Any  # a Dataset or a Stream
+
+
+# Sources.
+
+
+def range(start: int, stop: int | None = None, step: int = 1) -> Dataset[int]:
+    """The integers of Python's `range(start, stop, step)`.
+
+    Examples:
+        >>> range(2, 9, 3).get_many([0, 1, 2, 3])
+        [2, 5, 8, 2]
+    """
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (_integer(start, "start"), _integer(stop, "stop"), _integer(step, "step"))
+    if step == 0:
+        raise ValueError("range step must not be 0, got 0.")
+    return RangeDataset(start, stop, step)
+
+
+def source(data: Sequence[T] | Any) -> Dataset[T]:
+    """The items of a Sequence or a random-access data source (`len` and `[]`).
+
+    Examples:
+        >>> source("abc").get(4)
+        'b'
+    """
+    return SourceDataset(check_source(data))
+
+
+@toolz.curry
+def from_dataset(ds: Dataset[T], *, allow_nones: bool = False) -> Stream[T]:
+    """The elements of `ds` in position order, as a stream with explicit state.
+
+    Positions a filter emptied (None) are skipped unless `allow_nones`.
+
+    Examples:
+        >>> s = from_dataset(filter(lambda x: x % 2, range(6)))
+        >>> element, state = s.step(s.init())
+        >>> element, state
+        (1, DatasetPosition(position=2))
+    """
+    ds = _dataset(ds, "from_dataset")
+    return FromDatasetStream(ds, bool(allow_nones))
+
+
+# Combining several datasets or streams.
+
+
+def mix(
+    datasets: Sequence[Data] | Mapping[str, Data],
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+) -> Data:
+    """Interleaves datasets (or streams) in proportion to `weights`, uniform by default.
+
+    A mix of datasets ends where its first component would run out. A mix of
+    streams stops when the component due next is exhausted (Grain's rule);
+    streams may also be given as a dict of named components, with weights as a
+    dict of the same names.
+
+    Examples:
+        >>> mix([range(5), range(7, 10)]).get_many(builtins.range(6))
+        [0, 7, 1, 8, 2, 9]
+    """
+    names: tuple[str, ...] | None = None
+    if isinstance(datasets, Mapping):
+        names = tuple(sorted(datasets))
+        datasets = [datasets[name] for name in names]
+        if isinstance(weights, Mapping):
+            if set(weights) != set(names):
+                raise ValueError(
+                    f"weights must name the same components as the datasets: "
+                    f"got {sorted(weights)} for {list(names)}."
+                )
+            weights = [weights[name] for name in names]
+    elif isinstance(weights, Mapping):
+        raise TypeError("weights may be a dict only when the datasets are a dict of named streams.")
+    components = _components(datasets, "mix")
+    weights = (1.0,) * len(components) if weights is None else weights
+    checked = validate.check_weights(weights, len(components))
+    if isinstance(components[0], Stream):
+        return stream_ops.MixedStream(components, checked, names)
+    if names is not None:
+        raise TypeError("Named components are for streams; mix datasets as a list.")
+    for position, component in enumerate(components):
+        if component.length == 0:
+            raise ValueError(
+                f"Cannot mix an empty dataset: the dataset at position {position} has length 0."
+            )
+    return index_ops.MixedDataset(components, checked)
+
+
+def concatenate(datasets: Sequence[Dataset[T]]) -> Dataset[T]:
+    """The datasets one after another; epoch e of the result reads epoch e of each.
+
+    Examples:
+        >>> concatenate([range(2), range(5, 7)]).get_many(builtins.range(5))
+        [0, 1, 5, 6, 0]
+    """
+    components = _components(datasets, "concatenate", streams=False)
+    for position, component in enumerate(components):
+        if component.length >= INFINITE:
+            raise ValueError(
+                f"Cannot concatenate an infinite dataset (position {position}); "
+                "concatenate finite datasets and repeat the result instead."
+            )
+    return index_ops.ConcatenatedDataset(components)
+
+
+def select_from_datasets(datasets: Sequence[Dataset[T]], selection_map: Any) -> Dataset[T]:
+    """Position `i` reads `datasets[d][k]` where `(d, k) = selection_map[i]`.
+
+    `selection_map` needs `len()` (the length of the result) and `[]`.
+    """
+    components = _components(datasets, "select_from_datasets", streams=False)
+    if not (hasattr(selection_map, "__len__") and hasattr(selection_map, "__getitem__")):
+        raise TypeError(
+            f"selection_map must support len() and [] returning (dataset index, index), "
+            f"got {selection_map!r}."
+        )
+    return index_ops.SelectedDataset(components, selection_map)
+
+
+# One dataset or stream in, one out.
+
+
+@toolz.curry
+def seed(seed: int, data: Data) -> Data:
+    """Seeds every random stage downstream that has no explicit seed.
+
+    Each such stage derives its own seed from `seed` and its distance from this
+    stage, exactly as Grain does.
+
+    Examples:
+        >>> a = shuffle(seed(0, range(100)))
+        >>> b = shuffle(seed(0, range(100)))
+        >>> a.get_many(builtins.range(5)) == b.get_many(builtins.range(5))
+        True
+    """
+    checked = validate.check_seed(seed)
+    if isinstance(data, Stream):
+        return stream_ops.SeededStream(data, checked)
+    return index_ops.SeededDataset(_dataset(data, "seed"), checked)
+
+
+@toolz.curry
+def shuffle(ds: Dataset[T], *, seed: int | None = None) -> Dataset[T]:
+    """A new pseudorandom permutation of `ds` in every epoch.
+
+    The permutation is computed per index in O(1) memory, for any length up to
+    2**63 - 1, and is the same as Grain's for the same seed.
+
+    Examples:
+        >>> ds = shuffle(range(5), seed=1)
+        >>> sorted(ds.get_many(builtins.range(5)))
+        [0, 1, 2, 3, 4]
+    """
+    ds = _dataset(ds, "shuffle")
+    return index_ops.ShuffledDataset(ds, _op_seed(seed, ds, "shuffle"))
+
+
+@toolz.curry
+def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[T]:
+    """The positions of `ds` selected by a Python slice or a sequence of indices.
+
+    Examples:
+        >>> slice(builtins.slice(None, None, -2), range(6)).get_many([0, 1, 2])
+        [5, 3, 1]
+        >>> slice([4, 0], range(6)).get_many([0, 1])
+        [4, 0]
+    """
+    ds = _dataset(ds, "slice")
+    if isinstance(positions, builtins.slice):
+        if positions.step == 0:
+            raise ValueError(f"slice step must not be 0, got {positions!r}.")
+        start, step, size = slicing.slice_params(positions, ds.length)
+        return index_ops.SlicedDataset(ds, start, step, size)
+    if isinstance(positions, (str, bytes)) or not isinstance(positions, Sequence | np.ndarray):
+        raise TypeError(
+            f"slice takes a slice or a sequence of integer positions, got {positions!r}."
+        )
+    table = slicing.index_table(positions, ds.length)
+    return index_ops.TakenDataset(ds, tuple(table.tolist()))
+
+
+@toolz.curry
+def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True) -> Data:
+    """`data` repeated `num_epochs` times, or forever for None.
+
+    A repeated dataset has length `num_epochs * length` (`sys.maxsize` if
+    forever) and each repetition is a new epoch (new shuffle, new draws) unless
+    `reseed_each_epoch=False`. A repeated stream restarts its parent from the
+    initial state, so it yields the same elements each time.
+
+    Examples:
+        >>> repeat(2, range(3)).get_many(builtins.range(6))
+        [0, 1, 2, 0, 1, 2]
+    """
+    if isinstance(num_epochs, (Dataset, Stream)):
+        raise TypeError(
+            "repeat(num_epochs, data) takes the data last; "
+            "use repeat(None, data) to repeat forever."
+        )
+    if num_epochs is not None:
+        num_epochs = validate.check_positive_int(num_epochs, "num_epochs")
+    if isinstance(data, Stream):
+        if not reseed_each_epoch:
+            raise ValueError("reseed_each_epoch applies to datasets; a repeated stream restarts.")
+        return stream_ops.RepeatedStream(data, num_epochs)
+    ds = _dataset(data, "repeat")
+    if ds.length >= INFINITE:
+        raise ValueError(f"Cannot repeat an infinite dataset:\n{ds!r}")
+    return index_ops.RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))
+
+
+@toolz.curry
+def limit(count: int, stream: Stream[T]) -> Stream[T]:
+    """The first `count` elements of a stream.
+
+    Examples:
+        >>> from grainfn._src.reading import iterate
+        >>> list(iterate(limit(2, from_dataset(range(5)))))
+        [0, 1]
+    """
+    count = validate.check_positive_int(count, "count")
+    return stream_ops.LimitedStream(_stream(stream, "limit"), count)
+
+
+@toolz.curry
+def map(fn: Callable[[Any], Any], data: Data) -> Data:
+    """`fn(element)` for every element.
+
+    Examples:
+        >>> map(lambda x: x * x, range(4)).get_many([0, 1, 2, 3])
+        [0, 1, 4, 9]
+    """
+    validate.check_callable(fn, "map fn")
+    if isinstance(data, Stream):
+        return stream_ops.MappedStream(data, fn)
+    return element_ops.MappedDataset(_dataset(data, "map"), fn)
+
+
+@toolz.curry
+def random_map(
+    fn: Callable[[Any, np.random.Generator], Any], data: Data, *, seed: int | None = None
+) -> Data:
+    """`fn(element, rng)` with a generator that depends only on (seed, position).
+
+    On a dataset the position is the index; on a stream it is the number of
+    elements the stage has seen, as in Grain.
+
+    Examples:
+        >>> ds = random_map(lambda x, rng: x + rng.integers(100), range(3), seed=7)
+        >>> bool(ds.get(1) == ds.get(1))
+        True
+    """
+    validate.check_callable(fn, "random_map fn")
+    if isinstance(data, Stream):
+        return stream_ops.RandomMappedStream(data, fn, _op_seed(seed, data, "random_map"))
+    ds = _dataset(data, "random_map")
+    return element_ops.RandomMappedDataset(ds, fn, _op_seed(seed, ds, "random_map"))
+
+
+@toolz.curry
+def map_with_index(fn: Callable[[int, Any], Any], data: Data) -> Data:
+    """`fn(index, element)`: the dataset index, or the element's count in a stream.
+
+    Examples:
+        >>> map_with_index(lambda i, x: f"{x}{i}", source("ab")).get_many([0, 1, 2])
+        ['a0', 'b1', 'a2']
+    """
+    validate.check_callable(fn, "map_with_index fn")
+    if isinstance(data, Stream):
+        return stream_ops.IndexMappedStream(data, fn)
+    return element_ops.IndexMappedDataset(_dataset(data, "map_with_index"), fn)
+
+
+@toolz.curry
+def filter(predicate: Callable[[Any], Any], data: Data) -> Data:
+    """Keeps elements where `predicate` is true.
+
+    In a dataset the others read as None (positions stay stable); a stream
+    drops them.
+
+    Examples:
+        >>> filter(lambda x: x % 2 == 0, range(4)).get_many([0, 1, 2, 3])
+        [0, None, 2, None]
+    """
+    validate.check_callable(predicate, "filter predicate")
+    if isinstance(data, Stream):
+        return stream_ops.FilteredStream(data, predicate)
+    return element_ops.FilteredDataset(_dataset(data, "filter"), predicate)
+
+
+@toolz.curry
+def batch(
+    batch_size: int,
+    data: Data,
+    *,
+    drop_remainder: bool = False,
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+) -> Data:
+    """Consecutive elements stacked leaf by leaf along a new first axis.
+
+    A dataset batches every epoch on its own, so no batch mixes two epochs.
+    With `batch_fn`, that function turns each list of elements into a batch.
+
+    Examples:
+        >>> batch(2, range(5)).get_many([0, 2, 3])
+        [array([0, 1]), array([4]), array([0, 1])]
+    """
+    batch_size = validate.check_positive_int(batch_size, "batch_size")
+    if batch_fn is not None:
+        validate.check_callable(batch_fn, "batch_fn")
+    if isinstance(data, Stream):
+        return stream_ops.BatchedStream(data, batch_size, bool(drop_remainder), batch_fn)
+    ds = _dataset(data, "batch")
+    if (found := element_ops.upstream_filter(ds)) is not None:
+        raise ValueError(
+            f"A map-level batch cannot follow a filter ({found.describe_stage()}): filtered "
+            "positions are holes, so batches would come out short. Batch the stream instead: "
+            "fn.batch(n, fn.from_dataset(ds)) drops the holes first."
+        )
+    return element_ops.BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn)
+
+
+def _op_seed(seed: int | None, data: Data, what: str) -> int:
+    if seed is not None:
+        return validate.check_seed(seed, f"{what} seed")
+    derived = derive_seed([data])
+    if derived is None:
+        raise ValueError(
+            f"{what} needs a seed: pass seed=... or call fn.seed(s, ds) upstream to seed every "
+            "random stage below it."
+        )
+    return derived
+
+
+def _dataset(ds: Any, what: str) -> Dataset[Any]:
+    if isinstance(ds, Stream):
+        raise TypeError(
+            f"{what} needs random access, which a stream does not have: apply it to the "
+            "dataset before fn.from_dataset."
+        )
+    if not isinstance(ds, Dataset):
+        raise TypeError(
+            f"{what} expects a grainfn Dataset or Stream as its last argument, got {ds!r} of "
+            f"type {type(ds).__name__}. Build one with fn.range or fn.source."
+        )
+    return ds
+
+
+def _stream(stream: Any, what: str) -> Stream[Any]:
+    if not isinstance(stream, Stream):
+        raise TypeError(
+            f"{what} expects a grainfn Stream as its last argument, got {type(stream).__name__}; "
+            "make one with fn.from_dataset(ds)."
+        )
+    return stream
+
+
+def _components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ...]:
+    if (
+        isinstance(datasets, (Dataset, Stream))
+        or not isinstance(datasets, Sequence)
+        or not datasets
+    ):
+        raise TypeError(f"{what} takes a non-empty sequence of datasets, got {datasets!r}.")
+    if streams and all(isinstance(d, Stream) for d in datasets):
+        return tuple(datasets)
+    return tuple(_dataset(d, what) for d in datasets)
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}.")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r}.") from None

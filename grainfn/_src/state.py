@@ -1,0 +1,149 @@
+"""Iteration states: small frozen records, and their versioned JSON-able form.
+
+A stream's state is a nest of the records below, one per stateful stage, with
+the same shape for the stream's whole life. Records are NamedTuples, so they
+are also JAX pytrees whose leaves are plain integers and booleans. The state
+never holds data: only positions and counters.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, NamedTuple
+
+STATE_VERSION = 1
+"""The version of the dict form written by `to_dict`; `from_dict` reads only this one."""
+
+
+class DatasetPosition(NamedTuple):
+    """State of `from_dataset`: the position of the next element to read."""
+
+    position: int
+
+
+class CountState(NamedTuple):
+    """State of a stage that counts the elements it has passed on (random_map, map_with_index)."""
+
+    seen: int
+    parent: Any
+
+
+class LimitState(NamedTuple):
+    """State of `limit`: how many elements it has passed on."""
+
+    taken: int
+    parent: Any
+
+
+class RepeatState(NamedTuple):
+    """State of `repeat`: the current epoch and the parent's state within it."""
+
+    epoch: int
+    parent: Any
+
+
+class MixState(NamedTuple):
+    """State of a stream `mix`: the next mixed position, whether it ended, and each component."""
+
+    position: int
+    stopped: bool
+    components: tuple[Any, ...]
+
+
+RECORDS: dict[str, type[Any]] = {
+    record.__name__: record
+    for record in (DatasetPosition, CountState, LimitState, RepeatState, MixState)
+}
+
+
+def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None:
+    """Raises ValueError unless `state` is an `expected` record with valid counters."""
+    if not isinstance(state, expected):
+        raise ValueError(
+            f"State does not fit this pipeline at {path or 'the top'}: the stage {stage} "
+            f"expects a {expected.__name__}, got {_short(state)}."
+        )
+    for name, value in zip(state._fields, state):
+        if name in ("parent", "components"):
+            continue
+        where = f"{path}.{name}" if path else name
+        if name == "stopped":
+            if not isinstance(value, bool):
+                raise ValueError(f"State field {where} must be a bool, got {_short(value)}.")
+        elif isinstance(value, bool) or not _is_nonnegative_int(value):
+            raise ValueError(f"State field {where} must be an integer >= 0, got {_short(value)}.")
+
+
+def to_dict(state: Any) -> Any:
+    """Turns a state record nest into JSON-able dicts, lists, ints and bools.
+
+    Examples:
+        >>> to_dict(CountState(seen=3, parent=DatasetPosition(7)))
+        {'kind': 'CountState', 'seen': 3, 'parent': {'kind': 'DatasetPosition', 'position': 7}}
+    """
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        out: dict[str, Any] = {"kind": type(state).__name__}
+        out.update({name: to_dict(value) for name, value in zip(state._fields, state)})
+        return out
+    if isinstance(state, tuple):
+        return [to_dict(value) for value in state]
+    if isinstance(state, bool):
+        return state
+    return operator.index(state)
+
+
+def from_dict(data: Any, path: str = "") -> Any:
+    """Rebuilds a state record nest from `to_dict`'s output, naming any bad field.
+
+    Examples:
+        >>> from_dict({"kind": "DatasetPosition", "position": 7})
+        DatasetPosition(position=7)
+        >>> from_dict({"kind": "DatasetPosition"})
+        Traceback (most recent call last):
+        ...
+        ValueError: State is truncated: field position of DatasetPosition is missing at the top.
+    """
+    if isinstance(data, dict):
+        kind = data.get("kind")
+        record = RECORDS.get(kind) if isinstance(kind, str) else None
+        if record is None:
+            raise ValueError(
+                f"State at {path or 'the top'} has an unknown kind {kind!r}; "
+                f"expected one of {sorted(RECORDS)}."
+            )
+        missing = [name for name in record._fields if name not in data]
+        if missing:
+            where = path or "the top"
+            raise ValueError(
+                f"State is truncated: field {missing[0]} of {kind} is missing at {where}."
+            )
+        extra = sorted(set(data) - set(record._fields) - {"kind"})
+        if extra:
+            raise ValueError(
+                f"State field {extra[0]} is not part of {kind} (at {path or 'the top'})."
+            )
+        return record(
+            *(from_dict(data[name], f"{path}.{name}" if path else name) for name in record._fields)
+        )
+    if isinstance(data, list):
+        return tuple(from_dict(value, f"{path}[{i}]") for i, value in enumerate(data))
+    if isinstance(data, (bool, int)):
+        return data
+    raise ValueError(
+        f"State field {path or 'at the top'} must be an integer, a bool, a list or a dict, "
+        f"got {_short(data)}."
+    )
+
+
+def _is_nonnegative_int(value: Any) -> bool:
+    try:
+        return operator.index(value) >= 0
+    except TypeError:
+        return False
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} ({type(value).__name__})"

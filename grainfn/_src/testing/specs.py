@@ -1,0 +1,247 @@
+"""Random pipelines for property tests: specs that hypothesis can generate, shrink and print.
+
+A spec is a plain tuple, e.g. `(("range", 10), ("seed", 3), ("shuffle", None),
+("batch", 4, False))`: a head (`range`, `mix` or `concatenate` of sub-specs)
+then stages. `build_dataset` and `build_stream` turn a spec into grainfn values;
+the stage functions are module-level, so built pipelines pickle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grainfn._src import combinators as fn
+from grainfn._src.dataset import Dataset
+from grainfn._src.stream import Stream
+
+
+def add_one(x: Any) -> Any:
+    """X + 1."""
+    return x + 1
+
+
+def square_mod(x: Any) -> Any:
+    """X * x modulo 1009."""
+    return (x * x) % 1009
+
+
+def with_index(i: int, x: Any) -> Any:
+    """3 * x + i."""
+    return x * 3 + i
+
+
+def add_draw(x: Any, rng: np.random.Generator) -> Any:
+    """X plus a random integer in [0, 1000)."""
+    return x + rng.integers(0, 1000)
+
+
+def add_uniform(x: Any, rng: np.random.Generator) -> Any:
+    """X plus a random float in [0, 1)."""
+    return x + rng.random()
+
+
+def keep_mostly(x: Any) -> bool:
+    """Keeps about two thirds of the elements, and None holes."""
+    # Grain calls stream-level predicates on None holes too; these keep them.
+    return x is None or bool(int(np.sum(x)) % 3 != 0)
+
+
+def keep_even(x: Any) -> bool:
+    """Keeps elements with an even sum, and None holes."""
+    return x is None or bool(int(np.sum(x)) % 2 == 0)
+
+
+MAPS = {"add_one": add_one, "square_mod": square_mod}
+RANDOM_MAPS = {"add_draw": add_draw, "add_uniform": add_uniform}
+FILTERS = {"keep_mostly": keep_mostly, "keep_even": keep_even}
+
+seeds = st.integers(0, 2**32 - 1)
+optional_seeds = st.one_of(st.none(), seeds)
+
+
+def _slice_op(draw: Any) -> tuple[Any, ...]:
+    bound = st.one_of(st.none(), st.integers(-12, 12))
+    step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
+    return ("slice", draw(bound), draw(bound), draw(step))
+
+
+@st.composite
+def unary_op(draw: Any, allow_batch: bool = True) -> tuple[Any, ...]:
+    """One map-level stage spec."""
+    kind = draw(
+        st.sampled_from(
+            [
+                "seed",
+                "shuffle",
+                "slice",
+                "take",
+                "repeat",
+                "map",
+                "random_map",
+                "map_with_index",
+                "filter",
+            ]
+            + (["batch"] if allow_batch else [])
+        )
+    )
+    if kind == "seed":
+        return ("seed", draw(seeds))
+    if kind == "shuffle":
+        return ("shuffle", draw(optional_seeds))
+    if kind == "slice":
+        return _slice_op(draw)
+    if kind == "take":
+        return ("take", tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))))
+    if kind == "repeat":
+        return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
+    if kind == "map":
+        return ("map", draw(st.sampled_from(sorted(MAPS))))
+    if kind == "random_map":
+        return ("random_map", draw(st.sampled_from(sorted(RANDOM_MAPS))), draw(optional_seeds))
+    if kind == "map_with_index":
+        return ("map_with_index",)
+    if kind == "filter":
+        return ("filter", draw(st.sampled_from(sorted(FILTERS))))
+    return ("batch", draw(st.integers(1, 5)), draw(st.booleans()))
+
+
+@st.composite
+def dataset_specs(draw: Any, depth: int = 2) -> tuple[Any, ...]:
+    """Specs of random map-level pipelines; some are invalid (e.g. batch after filter)."""
+    if depth > 0 and draw(st.integers(0, 4)) == 0:
+        kind = draw(st.sampled_from(["mix", "concatenate"]))
+        parts = tuple(draw(st.lists(dataset_specs(depth=depth - 1), min_size=1, max_size=3)))
+        if kind == "mix":
+            weights = draw(
+                st.one_of(
+                    st.none(),
+                    st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(
+                        tuple
+                    ),
+                )
+            )
+            head: tuple[Any, ...] = ("mix", parts, weights)
+        else:
+            head = ("concatenate", parts)
+    else:
+        head = ("range", draw(st.integers(1, 40)))
+    ops = draw(st.lists(unary_op(), max_size=5))
+    if draw(st.booleans()):
+        ops.insert(0, ("seed", draw(seeds)))
+    return (head, *ops)
+
+
+def build_dataset(spec: tuple[Any, ...]) -> Dataset:
+    """The grainfn dataset of a spec from `dataset_specs`."""
+    head, *ops = spec
+    if head[0] == "range":
+        ds = fn.range(head[1])
+    elif head[0] == "mix":
+        ds = fn.mix([build_dataset(p) for p in head[1]], head[2])
+    else:
+        ds = fn.concatenate([build_dataset(p) for p in head[1]])
+    for op in ops:
+        ds = _apply_fn(op, ds)
+    return ds
+
+
+def _apply_fn(op: tuple[Any, ...], ds: Dataset) -> Dataset:
+    kind = op[0]
+    if kind == "seed":
+        return fn.seed(op[1], ds)
+    if kind == "shuffle":
+        return fn.shuffle(ds, seed=op[1])
+    if kind == "slice":
+        return fn.slice(slice(*op[1:]), ds)
+    if kind == "take":
+        return fn.slice([p % ds.length for p in op[1]] if ds.length else [], ds)
+    if kind == "repeat":
+        return fn.repeat(op[1], ds, reseed_each_epoch=op[2])
+    if kind == "map":
+        return fn.map(MAPS[op[1]], ds)
+    if kind == "random_map":
+        return fn.random_map(RANDOM_MAPS[op[1]], ds, seed=op[2])
+    if kind == "map_with_index":
+        return fn.map_with_index(with_index, ds)
+    if kind == "filter":
+        return fn.filter(FILTERS[op[1]], ds)
+    return fn.batch(op[1], ds, drop_remainder=op[2])
+
+
+# Streams: a dataset spec read in order, then stream-level stages.
+
+
+@st.composite
+def stream_op(draw: Any) -> tuple[Any, ...]:
+    """One stream-level stage spec."""
+    kind = draw(
+        st.sampled_from(
+            ["seed", "map", "random_map", "map_with_index", "filter", "batch", "limit", "repeat"]
+        )
+    )
+    if kind == "seed":
+        return ("seed", draw(seeds))
+    if kind == "map":
+        return ("map", draw(st.sampled_from(sorted(MAPS))))
+    if kind == "random_map":
+        return ("random_map", draw(st.sampled_from(sorted(RANDOM_MAPS))), draw(optional_seeds))
+    if kind == "map_with_index":
+        return ("map_with_index",)
+    if kind == "filter":
+        return ("filter", draw(st.sampled_from(sorted(FILTERS))))
+    if kind == "batch":
+        return ("batch", draw(st.integers(1, 5)), draw(st.booleans()))
+    if kind == "limit":
+        return ("limit", draw(st.integers(1, 30)))
+    return ("repeat", draw(st.integers(1, 3)))
+
+
+@st.composite
+def stream_specs(draw: Any, depth: int = 1) -> tuple[Any, ...]:
+    """Specs of finite streams.
+
+    `(("stream", dataset_spec, allow_nones), *stream_ops)` or a mix of stream
+    specs with optional weights, followed by stream stages.
+    """
+    if depth > 0 and draw(st.integers(0, 3)) == 0:
+        parts = tuple(draw(st.lists(stream_specs(depth=depth - 1), min_size=1, max_size=3)))
+        weights = draw(
+            st.one_of(
+                st.none(),
+                st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(tuple),
+            )
+        )
+        head: tuple[Any, ...] = ("mix", parts, weights)
+    else:
+        base = draw(dataset_specs(depth=1).filter(lambda s: not _infinite(s)))
+        head = ("stream", base, draw(st.booleans()))
+    ops = draw(st.lists(stream_op(), max_size=5))
+    if draw(st.booleans()):
+        ops.insert(0, ("seed", draw(seeds)))
+    return (head, *ops)
+
+
+def _infinite(spec: tuple[Any, ...]) -> bool:
+    return any(op[0] == "repeat" and op[1] is None for op in spec[1:]) or (
+        spec[0][0] in ("mix", "concatenate") and any(_infinite(p) for p in spec[0][1])
+    )
+
+
+def build_stream(spec: tuple[Any, ...]) -> Stream:
+    """The grainfn stream of a spec from `stream_specs`."""
+    head, *ops = spec
+    if head[0] == "mix":
+        stream = fn.mix([build_stream(p) for p in head[1]], head[2])
+    else:
+        stream = fn.from_dataset(build_dataset(head[1]), allow_nones=head[2])
+    for op in ops:
+        if op[0] == "limit":
+            stream = fn.limit(op[1], stream)
+        elif op[0] == "repeat":
+            stream = fn.repeat(op[1], stream)
+        else:
+            stream = _apply_fn(op, stream)
+    return stream
