@@ -1,9 +1,9 @@
 """The built-in demo: a real pipeline on synthetic data, resumed from a saved position.
 
 `python -m grainfn demo` runs it. It mixes two synthetic image sources, shuffles,
-augments with `random_map`, batches, reads one epoch with a progress bar, then
-saves the read position to a JSON file midway, restores it and checks that the
-resumed run yields exactly the same batches.
+augments with `random_map`, batches, reads one epoch with a progress bar, saves
+the iteration state to a JSON file midway, then restores it into a rebuilt
+pipeline and checks that the resumed run yields exactly the same batches.
 """
 
 from __future__ import annotations
@@ -69,30 +69,32 @@ def run(size: int = 20_000, batch_size: int = 64, seed: int = 0, progress: bool 
     """Runs the demo and returns whether the resumed run matched; prints a summary."""
     from tqdm import tqdm
 
-    ds = pipeline(size, batch_size, seed)
-    print(f"Pipeline:\n{ds!r}\n")
-    resume_at = ds.length // 2
+    stream = fn.from_dataset(pipeline(size, batch_size, seed))
+    total = stream.dataset.length
+    print(f"Pipeline:\n{stream!r}\n")
+    resume_at = total // 2
     state_file = Path(tempfile.mkdtemp(prefix="grainfn-demo-")) / "state.json"
     digests: list[str] = []
     started = time.perf_counter()
-    bar = tqdm(fn.elements(ds), total=ds.length, unit="batch", disable=not progress)
-    for position, batch in enumerate(bar):
-        if position == resume_at:
-            state_file.write_text(json.dumps({"position": position}))
+    iterator = fn.iterate(stream)
+    for batch in tqdm(iterator, total=total, unit="batch", disable=not progress):
         digests.append(_digest(batch))
+        if len(digests) == resume_at:
+            state_file.write_text(json.dumps(fn.state_to_dict(stream, iterator.state)))
     elapsed = time.perf_counter() - started
-    examples = ds.length * batch_size
+    examples = total * batch_size
     print(
-        f"Read {ds.length} batches ({examples} examples) in {elapsed:.2f} s: "
+        f"Read {total} batches ({examples} examples) in {elapsed:.2f} s: "
         f"{examples / elapsed:,.0f} examples/s."
     )
 
-    saved = json.loads(state_file.read_text())
-    resumed = [_digest(b) for b in fn.elements(ds, start=saved["position"])]
-    same = resumed == digests[saved["position"] :]
+    restarted = fn.from_dataset(pipeline(size, batch_size, seed))
+    saved = fn.state_from_dict(restarted, json.loads(state_file.read_text()))
+    resumed = [_digest(b) for b in fn.iterate(restarted, saved)]
+    same = resumed == digests[resume_at:]
     verdict = "identical to" if same else "DIFFERENT from"
     print(
-        f"Resumed from {state_file} at batch {saved['position']}: {len(resumed)} batches, "
+        f"Resumed a rebuilt pipeline from {state_file} ({saved}): {len(resumed)} batches, "
         f"{verdict} the uninterrupted run."
     )
     return same
