@@ -25,12 +25,13 @@ def add_one(x: Any) -> Any:
 
 def square_mod(x: Any) -> Any:
     """X * x modulo 1009."""
-    return (x * x) % 1009
+    small = x % 1009  # keeps the square far from int64 overflow
+    return (small * small) % 1009
 
 
 def with_index(i: int, x: Any) -> Any:
-    """3 * x + i."""
-    return x * 3 + i
+    """3 * x + i, both taken modulo 1009 (positions can be near 2**63)."""
+    return (x % 1009) * 3 + i % 1009
 
 
 def add_draw(x: Any, rng: np.random.Generator) -> Any:
@@ -87,8 +88,6 @@ def unary_op(draw: Any, allow_batch: bool = True) -> tuple[Any, ...]:
             + (["batch"] if allow_batch else [])
         )
     )
-    if kind == "seed":
-        return ("seed", draw(seeds))
     if kind == "shuffle":
         return ("shuffle", draw(optional_seeds))
     if kind == "slice":
@@ -97,6 +96,13 @@ def unary_op(draw: Any, allow_batch: bool = True) -> tuple[Any, ...]:
         return ("take", tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))))
     if kind == "repeat":
         return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
+    return _element_op(draw, kind)
+
+
+def _element_op(draw: Any, kind: str) -> tuple[Any, ...]:
+    """A spec of the stages that datasets and streams share."""
+    if kind == "seed":
+        return ("seed", draw(seeds))
     if kind == "map":
         return ("map", draw(st.sampled_from(sorted(MAPS))))
     if kind == "random_map":
@@ -182,21 +188,11 @@ def stream_op(draw: Any) -> tuple[Any, ...]:
             ["seed", "map", "random_map", "map_with_index", "filter", "batch", "limit", "repeat"]
         )
     )
-    if kind == "seed":
-        return ("seed", draw(seeds))
-    if kind == "map":
-        return ("map", draw(st.sampled_from(sorted(MAPS))))
-    if kind == "random_map":
-        return ("random_map", draw(st.sampled_from(sorted(RANDOM_MAPS))), draw(optional_seeds))
-    if kind == "map_with_index":
-        return ("map_with_index",)
-    if kind == "filter":
-        return ("filter", draw(st.sampled_from(sorted(FILTERS))))
-    if kind == "batch":
-        return ("batch", draw(st.integers(1, 5)), draw(st.booleans()))
     if kind == "limit":
         return ("limit", draw(st.integers(1, 30)))
-    return ("repeat", draw(st.integers(1, 3)))
+    if kind == "repeat":
+        return ("repeat", draw(st.integers(1, 3)))
+    return _element_op(draw, kind)
 
 
 @st.composite
