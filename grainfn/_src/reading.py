@@ -49,10 +49,7 @@ def elements(
         end = min(stop, position + sizer.start())
         block = ds._get_many(np.arange(position, end, dtype=np.int64))
         sizer.done()
-        if allow_nones:
-            yield from block
-        else:
-            yield from (e for e in block if e is not None)
+        yield from (block if allow_nones else [e for e in block if e is not None])
         position = end
 
 
