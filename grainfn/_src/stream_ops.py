@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -44,15 +44,24 @@ class PassThroughStream(OneParentStream):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class CountingStream(OneParentStream):
-    """Base of stages that count the elements they pass on, in a CountState."""
+class WrappingStream(OneParentStream):
+    """Base of stages whose state is `record(counter, parent state)`, the counter starting at 0."""
+
+    record: ClassVar[type[Any]]
 
     def init(self) -> Any:
-        return records.CountState(0, self.parent.init())
+        return self.record(0, self.parent.init())
 
     def check_state(self, state: Any, path: str = "") -> None:
-        records.check_record(state, records.CountState, self.describe_stage(), path)
+        records.check_record(state, self.record, self.describe_stage(), path)
         self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class CountingStream(WrappingStream):
+    """Base of stages that count the elements they pass on, in a CountState."""
+
+    record = records.CountState
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -222,20 +231,14 @@ class _BatchCursor(BaseCursor):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class LimitedStream(OneParentStream):
+class LimitedStream(WrappingStream):
     """At most `count` elements of the parent."""
 
     count: int
-
-    def init(self) -> Any:
-        return records.LimitState(0, self.parent.init())
+    record = records.LimitState
 
     def open(self, state: Any) -> Cursor:
         return _LimitCursor(self.parent.open(state.parent), state.taken, self.count)
-
-    def check_state(self, state: Any, path: str = "") -> None:
-        records.check_record(state, records.LimitState, self.describe_stage(), path)
-        self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
 
     def describe_stage(self) -> str:
         return f"limit({self.count})"
@@ -257,7 +260,7 @@ class _LimitCursor(BaseCursor):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class RepeatedStream(OneParentStream):
+class RepeatedStream(WrappingStream):
     """The parent's elements again and again, `num_epochs` times or forever (None).
 
     Each repetition restarts the parent from its initial state, so it yields the
@@ -266,16 +269,10 @@ class RepeatedStream(OneParentStream):
     """
 
     num_epochs: int | None
-
-    def init(self) -> Any:
-        return records.RepeatState(0, self.parent.init())
+    record = records.RepeatState
 
     def open(self, state: Any) -> Cursor:
         return _RepeatCursor(self.parent, state.epoch, state.parent, self.num_epochs)
-
-    def check_state(self, state: Any, path: str = "") -> None:
-        records.check_record(state, records.RepeatState, self.describe_stage(), path)
-        self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
 
     def describe_stage(self) -> str:
         return f"repeat({'forever' if self.num_epochs is None else self.num_epochs})"
