@@ -305,10 +305,18 @@ def environment_lines() -> list[str]:
 
 
 class Report:
-    """Text printed as it is produced, and kept for an optional Markdown file."""
+    """Text printed as it is produced, and kept for an optional Markdown file.
 
-    def __init__(self) -> None:
+    It opens with a heading and the environment the figures were measured in.
+    """
+
+    def __init__(self, title: str) -> None:
         self.lines: list[str] = []
+        self.add(f"## {title}")
+        self.add()
+        for line in environment_lines():
+            self.add(line)
+        self.add()
 
     def add(self, text: str = "") -> None:
         print(text, flush=True)

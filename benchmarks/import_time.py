@@ -19,7 +19,6 @@ import sys
 from benchmarks.common import (
     Report,
     argument_parser,
-    environment_lines,
     fmt_seconds,
     markdown_table,
 )
@@ -46,11 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argument_parser("benchmarks.import_time", "time of `import grainfn`")
     args = parser.parse_args(argv)
     count = 5 if args.quick else 15
-    report = Report()
-    report.add("## import time\n")
-    for line in environment_lines():
-        report.add(line)
-    report.add()
+    report = Report("import time")
     rows, ours = [], 0.0
     for module in ("grainfn", "grain"):
         samples = [sample(module) for _ in range(count)]

@@ -46,7 +46,6 @@ from benchmarks.common import (
     Report,
     Timing,
     argument_parser,
-    environment_lines,
     fmt_micros,
     fmt_rate,
     fmt_ratio,
@@ -648,12 +647,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argument_parser("benchmarks.map_level", __doc__.splitlines()[0])
     args = parser.parse_args(argv)
     config = QUICK if args.quick else DEFAULT
-    report = Report()
-    report.add(f"## grainfn map-level benchmarks{' (--quick)' if config.quick else ''}")
-    report.add()
-    for line in environment_lines():
-        report.add(line)
-    report.add()
+    report = Report(f"grainfn map-level benchmarks{' (--quick)' if config.quick else ''}")
 
     monitor = CpuMonitor().start()
     started = time.perf_counter()

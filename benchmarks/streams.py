@@ -30,7 +30,6 @@ from benchmarks.common import (
     CpuMonitor,
     Report,
     argument_parser,
-    environment_lines,
     fmt_micros,
     fmt_ratio,
     fmt_seconds,
@@ -158,11 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     n = 20_000 if args.quick else 200_000
     budget = 5.0 if args.quick else 15.0
     monitor = CpuMonitor().start()
-    report = Report()
-    report.add("## grainfn stream benchmarks\n")
-    for line in environment_lines():
-        report.add(line)
-    report.add()
+    report = Report("grainfn stream benchmarks")
 
     _, s1_times = s1(n, budget)
     _, b3_times = b3(n, budget)
