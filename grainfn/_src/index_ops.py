@@ -7,6 +7,7 @@ Each stage maps an output index to parent indices with the pure functions of
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -169,12 +170,21 @@ def gather(components: Sequence[Dataset[Any]], which: np.ndarray, keys: np.ndarr
     """Reads `components[which[j]]` at `keys[j]` for every j, one block call per component."""
     if len(components) == 1:
         return components[0]._get_many(keys)
-    out: list[Any] = [None] * len(keys)
-    for c in np.unique(which).tolist():
-        positions = np.flatnonzero(which == c)
-        for position, element in zip(positions.tolist(), components[c]._get_many(keys[positions])):
-            out[position] = element
-    return out
+    # Group positions by component (stable, so each component reads its keys in
+    # order), read each group in one call, then put the elements back in place
+    # with one C-level gather instead of a Python loop over elements.
+    order = np.argsort(which, kind="stable")
+    grouped: list[Any] = []
+    start = 0
+    for component, count in enumerate(np.bincount(which, minlength=len(components)).tolist()):
+        if count:
+            grouped.extend(components[component]._get_many(keys[order[start : start + count]]))
+            start += count
+    if len(grouped) == 1:
+        return grouped
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return list(operator.itemgetter(*inverse.tolist())(grouped))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
