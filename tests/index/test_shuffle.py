@@ -27,10 +27,9 @@ GRAIN_BROKEN = {
 
 
 def grain_index_shuffle():
-    module = pytest.importorskip(
-        "grain._src.python.experimental.index_shuffle.python.index_shuffle_module"
-    )
-    return module.index_shuffle
+    from grain._src.python.experimental.index_shuffle.python import index_shuffle_module
+
+    return index_shuffle_module.index_shuffle
 
 
 def grain_shuffle(index: int, length: int, seed: int) -> int:
@@ -84,7 +83,8 @@ def test_equals_grain(length: int, seed: int) -> None:
 @pytest.mark.grain
 @pytest.mark.parametrize("seed", [0, 2**32 - 1])
 def test_equals_grain_map_dataset_shuffle(seed: int) -> None:
-    grain = pytest.importorskip("grain")
+    import grain
+
     for length in [1, 5, 300, 70_000]:
         dataset = grain.MapDataset.range(length).shuffle(seed=seed)
         indices = [*range(min(length, 500)), length + 3, 2 * length + 1]
@@ -250,7 +250,8 @@ def test_bad_types_raise() -> None:
 
 @pytest.fixture
 def x64():
-    jax = pytest.importorskip("jax")
+    import jax
+
     previous = jax.config.read("jax_enable_x64")
     jax.config.update("jax_enable_x64", True)
     yield jax
@@ -259,7 +260,8 @@ def x64():
 
 @pytest.mark.parametrize("length", [1, 2, 1000, 65537, 10**6 + 3, 2**31])
 def test_jax_32_bit_matches_numpy(length: int) -> None:
-    jax = pytest.importorskip("jax")
+    import jax
+
     assert not jax.config.read("jax_enable_x64")
     indices = np.arange(0, min(3 * length, 2**31 - 1), max(1, 3 * length // 3000))
     expected = shuffle_indices(indices, length, 77)
@@ -271,7 +273,8 @@ def test_jax_32_bit_matches_numpy(length: int) -> None:
 
 
 def test_jax_32_bit_rejects_lengths_needing_x64() -> None:
-    jax = pytest.importorskip("jax")
+    import jax
+
     with pytest.raises(ValueError, match="jax_enable_x64"):
         shuffle_indices(jax.numpy.arange(3), 2**32 + 1, 0)
     with pytest.raises(ValueError, match="got -1"):
