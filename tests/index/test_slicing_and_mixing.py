@@ -99,6 +99,10 @@ def test_index_functions_trace_under_jax_jit() -> None:
     sliced = jax.jit(lambda i: slicing.slice_indices(i, first, stride, size, 40))(jax_indices)
     np.testing.assert_array_equal(sliced, slicing.slice_indices(indices, first, stride, size, 40))
 
+    for reseed in (True, False):
+        repeated = jax.jit(lambda i, r=reseed: slicing.repeat_indices(i, 7, r))(jax_indices)
+        np.testing.assert_array_equal(repeated, slicing.repeat_indices(indices, 7, reseed))
+
     table = np.array([3, 1, 4, 1, 5])
     taken = jax.jit(lambda i: slicing.take_indices(i, table, 9))(jax_indices)
     np.testing.assert_array_equal(taken, slicing.take_indices(indices, table, 9))
