@@ -7,7 +7,6 @@ in order, a Stream, and returns a new value of the same kind.
 from __future__ import annotations
 
 import builtins
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -37,7 +36,11 @@ def range(start: int, stop: int | None = None, step: int = 1) -> Dataset[int]:
     """
     if stop is None:
         start, stop = 0, start
-    start, stop, step = (_integer(start, "start"), _integer(stop, "stop"), _integer(step, "step"))
+    start, stop, step = (
+        validate.check_integer(start, "start"),
+        validate.check_integer(stop, "stop"),
+        validate.check_integer(step, "step"),
+    )
     if step == 0:
         raise ValueError("range step must not be 0, got 0.")
     return RangeDataset(start, stop, step)
@@ -394,12 +397,3 @@ def _components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ..
     if streams and all(isinstance(d, Stream) for d in datasets):
         return tuple(datasets)
     return tuple(_dataset(d, what) for d in datasets)
-
-
-def _integer(value: Any, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {value!r}.")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r}.") from None

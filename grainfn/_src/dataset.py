@@ -10,12 +10,13 @@ leaves behind). Each record answers one index with `get` and a whole block with
 from __future__ import annotations
 
 import dataclasses
-import operator
 import sys
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+
+from grainfn._src import validate
 
 T = TypeVar("T")
 
@@ -92,7 +93,7 @@ class Dataset(Generic[T]):
         return type(self).__name__
 
     def __repr__(self) -> str:
-        return "\n".join(_pipeline_lines(self, 0))
+        return "\n".join(pipeline_lines(self))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -117,23 +118,22 @@ def function_name(fn: Any) -> str:
     return str(name) if name else repr(fn)
 
 
-def _pipeline_lines(ds: Dataset[Any], depth: int) -> list[str]:
-    length = "inf" if ds.length >= INFINITE else str(ds.length)
-    lines = [f"{'  ' * depth}{ds.describe_stage()}  [length {length}]"]
-    for parent in ds.parents:
-        lines.extend(_pipeline_lines(parent, depth + 1))
+def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
+    """The pipeline above `node` (a dataset or stream), one indented line per stage.
+
+    Dataset stages also show their length.
+    """
+    line = "  " * depth + node.describe_stage()
+    if isinstance(node, Dataset):
+        line += f"  [length {'inf' if node.length >= INFINITE else node.length}]"
+    lines = [line]
+    for parent in node.parents:
+        lines.extend(pipeline_lines(parent, depth + 1))
     return lines
 
 
 def _check_index(index: Any) -> int:
-    if isinstance(index, bool):
-        raise TypeError(f"index must be an integer, got {index!r}.")
-    try:
-        index = operator.index(index)
-    except TypeError:
-        raise TypeError(
-            f"index must be an integer, got {index!r} of type {type(index).__name__}."
-        ) from None
+    index = validate.check_integer(index, "index")
     if index < 0:
         raise IndexError(
             f"index must be >= 0, got {index}; indices past the length are later epochs."

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import numpy as np
 
 from grainfn._src import state as records
-from grainfn._src.dataset import Dataset
-from grainfn._src.stream import (
-    BlockSizer,
-    FromDatasetStream,
-    Stream,
-    StreamIterator,
-    pipeline_lines,
-)
+from grainfn._src import validate
+from grainfn._src.dataset import Dataset, pipeline_lines
+from grainfn._src.stream import BlockSizer, FromDatasetStream, Stream, StreamIterator
 
 T = TypeVar("T")
 
@@ -39,8 +33,8 @@ def elements(
     """
     if not isinstance(ds, Dataset):
         raise TypeError(f"elements reads a grainfn Dataset, got {type(ds).__name__}.")
-    start = operator.index(start)
-    stop = ds.length if stop is None else operator.index(stop)
+    start = validate.check_integer(start, "start")
+    stop = ds.length if stop is None else validate.check_integer(stop, "stop")
     if start < 0:
         raise ValueError(f"start must be >= 0, got {start}.")
     sizer = BlockSizer()
@@ -69,11 +63,16 @@ def iterate(data: Stream[T] | Dataset[T], state: Any = None) -> StreamIterator[T
         >>> [b.tolist() for b in iterate(stream, saved)]
         [[2, 3], [4]]
     """
+    return StreamIterator(as_stream(data, "iterate"), state)
+
+
+def as_stream(data: Stream[T] | Dataset[T], what: str) -> Stream[T]:
+    """`data` if it is a stream, or a dataset read in order with `from_dataset`."""
     if isinstance(data, Dataset):
-        data = FromDatasetStream(data)
+        return FromDatasetStream(data)
     if not isinstance(data, Stream):
-        raise TypeError(f"iterate reads a grainfn Stream or Dataset, got {type(data).__name__}.")
-    return StreamIterator(data, state)
+        raise TypeError(f"{what} needs a grainfn Stream or Dataset, got {type(data).__name__}.")
+    return data
 
 
 def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
     if not isinstance(state, expected):
         raise ValueError(
             f"State does not fit this pipeline at {path or 'the top'}: the stage {stage} "
-            f"expects a {expected.__name__}, got {_short(state)}."
+            f"expects a {expected.__name__}, got {describe_value(state)}."
         )
     for name, value in zip(state._fields, state):
         if name in ("parent", "components"):
@@ -69,9 +69,13 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
         where = f"{path}.{name}" if path else name
         if name == "stopped":
             if not isinstance(value, bool):
-                raise ValueError(f"State field {where} must be a bool, got {_short(value)}.")
+                raise ValueError(
+                    f"State field {where} must be a bool, got {describe_value(value)}."
+                )
         elif isinstance(value, bool) or not _is_nonnegative_int(value):
-            raise ValueError(f"State field {where} must be an integer >= 0, got {_short(value)}.")
+            raise ValueError(
+                f"State field {where} must be an integer >= 0, got {describe_value(value)}."
+            )
 
 
 def to_dict(state: Any) -> Any:
@@ -131,7 +135,7 @@ def from_dict(data: Any, path: str = "") -> Any:
         return data
     raise ValueError(
         f"State field {path or 'at the top'} must be an integer, a bool, a list or a dict, "
-        f"got {_short(data)}."
+        f"got {describe_value(data)}."
     )
 
 
@@ -142,7 +146,8 @@ def _is_nonnegative_int(value: Any) -> bool:
         return False
 
 
-def _short(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """A short repr of `value` with its type, for error messages."""
     text = repr(value)
     if len(text) > 80:
         text = text[:77] + "..."

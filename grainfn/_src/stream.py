@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from grainfn._src import state as records
-from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.dataset import INFINITE, Dataset, pipeline_lines
 
 T = TypeVar("T")
 
@@ -119,16 +119,6 @@ class Stream(Generic[T]):
 
     def __repr__(self) -> str:
         return "\n".join(pipeline_lines(self))
-
-
-def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
-    """The pipeline above `node`, one indented line per stage (datasets show their length)."""
-    if isinstance(node, Dataset):
-        return ["  " * depth + line for line in repr(node).split("\n")]
-    lines = ["  " * depth + node.describe_stage()]
-    for parent in node.parents:
-        lines.extend(pipeline_lines(parent, depth + 1))
-    return lines
 
 
 class BlockSizer:

@@ -335,7 +335,7 @@ class MixedStream(Stream[Any]):
         if not isinstance(state.components, tuple) or len(state.components) != len(self.components):
             raise ValueError(
                 f"State field {where} must hold {len(self.components)} component states, "
-                f"got {records._short(state.components)}."
+                f"got {records.describe_value(state.components)}."
             )
         for i, (component, sub) in enumerate(zip(self.components, state.components)):
             component.check_state(sub, f"{where}[{i}]")

@@ -33,6 +33,20 @@ def check_seed(seed: Any, what: str = "seed") -> int:
     return seed
 
 
+def check_integer(value: Any, what: str) -> int:
+    """Returns `value` as an int after checking that it is one (bools are not).
+
+    Examples:
+        >>> check_integer(3.0, "stop")
+        Traceback (most recent call last):
+        ...
+        TypeError: stop must be an integer, got 3.0 of type float.
+    """
+    if isinstance(value, bool) or not _is_integer(value):
+        raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
+    return operator.index(value)
+
+
 def check_positive_int(value: Any, what: str) -> int:
     """Returns `value` as an int after checking that it is >= 1."""
     if isinstance(value, bool) or not _is_integer(value):

@@ -11,9 +11,8 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from grainfn._src.dataset import Dataset
-from grainfn._src.reading import iterate, state_from_dict, state_to_dict
-from grainfn._src.stream import END, FromDatasetStream, Stream
+from grainfn._src.reading import as_stream, iterate, state_from_dict, state_to_dict
+from grainfn._src.stream import END
 
 
 def assert_elements_equal(a: Any, b: Any, where: str = "element") -> None:
@@ -90,7 +89,7 @@ def assert_resumable(
         >>> from grainfn import fn
         >>> assert_resumable(lambda: fn.batch(3, fn.from_dataset(fn.range(10))))
     """
-    stream = _as_stream(make())
+    stream = as_stream(make(), "make()")
     iterator = iterate(stream)
     elements: list[Any] = []
     saved = [json.dumps(state_to_dict(stream, iterator.state))]
@@ -100,7 +99,7 @@ def assert_resumable(
     count = len(elements)
     points = sorted({round(i * count / max(1, resume_points - 1)) for i in range(resume_points)})
     for k in points:
-        fresh = _as_stream(make())
+        fresh = as_stream(make(), "make()")
         state = state_from_dict(fresh, json.loads(saved[k]))
         rest = list(itertools.islice(iterate(fresh, state), count - k))
         if len(rest) != count - k:
@@ -120,13 +119,5 @@ def assert_resumable(
             raise AssertionError(f"step past the end gave {element!r}, not END")
 
 
-def _as_stream(value: Any) -> Stream[Any]:
-    if isinstance(value, Dataset):
-        return FromDatasetStream(value)
-    if isinstance(value, Stream):
-        return value
-    raise TypeError(f"make() must return a grainfn Dataset or Stream, got {type(value).__name__}.")
-
-
 def _read(value: Any, max_elements: int) -> list[Any]:
-    return list(itertools.islice(iterate(_as_stream(value)), max_elements))
+    return list(itertools.islice(iterate(value), max_elements))
