@@ -42,9 +42,12 @@ def check_integer(value: Any, what: str) -> int:
         ...
         TypeError: stop must be an integer, got 3.0 of type float.
     """
-    if isinstance(value, bool) or not _is_integer(value):
-        raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
-    return operator.index(value)
+    try:
+        if not isinstance(value, bool):
+            return operator.index(value)
+    except TypeError:
+        pass
+    raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
 
 
 def check_positive_int(value: Any, what: str) -> int:
