@@ -21,6 +21,7 @@ from grainfn._src.combinators import (
     batch,
     concatenate,
     filter,
+    flat_map,
     from_dataset,
     limit,
     map,
@@ -43,6 +44,7 @@ from grainfn._src.state import (
     LimitState,
     MixState,
     RepeatState,
+    SplitState,
 )
 from grainfn._src.stream import END, Stream, StreamIterator
 
@@ -54,12 +56,14 @@ __all__ = [
     "LimitState",
     "MixState",
     "RepeatState",
+    "SplitState",
     "Stream",
     "StreamIterator",
     "batch",
     "concatenate",
     "elements",
     "filter",
+    "flat_map",
     "from_dataset",
     "iterate",
     "limit",

@@ -1,4 +1,8 @@
-"""Grain builders for the pipeline specs of `grainfn.testing`: the differential-test oracle."""
+"""Grain builders for the pipeline specs of `grainfn.testing`: the differential-test oracle.
+
+The builders take the Grain module to use, so the same code builds a pipeline
+with Grain itself and with grainfn's Grain API (`import grainfn as grain`).
+"""
 
 from __future__ import annotations
 
@@ -25,22 +29,28 @@ __all__ = [
 ]
 
 
-def build_grain(spec: tuple[Any, ...]) -> Any:
+def grain_module() -> Any:
     import grain
 
+    return grain
+
+
+def build_grain(spec: tuple[Any, ...], grain: Any = None) -> Any:
+    """The MapDataset of a dataset spec, built with `grain` (Grain itself by default)."""
+    grain = grain or grain_module()
     head, *ops = spec
     if head[0] == "range":
         ds = grain.MapDataset.range(head[1])
     elif head[0] == "mix":
-        ds = grain.MapDataset.mix([build_grain(p) for p in head[1]], head[2])
+        ds = grain.MapDataset.mix([build_grain(p, grain) for p in head[1]], head[2])
     else:
-        ds = grain.MapDataset.concatenate([build_grain(p) for p in head[1]])
+        ds = grain.MapDataset.concatenate([build_grain(p, grain) for p in head[1]])
     for op in ops:
-        ds = _apply_grain(op, ds)
+        ds = _apply_grain(op, ds, grain)
     return ds
 
 
-def _apply_grain(op: tuple[Any, ...], ds: Any) -> Any:
+def _apply_grain(op: tuple[Any, ...], ds: Any, grain: Any) -> Any:
     kind = op[0]
     if kind == "seed":
         return ds.seed(op[1])
@@ -49,9 +59,7 @@ def _apply_grain(op: tuple[Any, ...], ds: Any) -> Any:
     if kind == "slice":
         return ds.slice(slice(*op[1:]))
     if kind == "take":
-        from grain._src.python.dataset.transformations.slice import SliceMapDataset  # noqa: F401
-
-        return _grain_take(ds, [p % len(ds) for p in op[1]] if len(ds) else [])
+        return _grain_take(ds, [p % len(ds) for p in op[1]] if len(ds) else [], grain)
     if kind == "repeat":
         return ds.repeat(op[1], reseed_each_epoch=op[2])
     if kind == "map":
@@ -65,9 +73,8 @@ def _apply_grain(op: tuple[Any, ...], ds: Any) -> Any:
     return ds.batch(op[1], drop_remainder=op[2])
 
 
-def _grain_take(ds: Any, positions: list[int]) -> Any:
+def _grain_take(ds: Any, positions: list[int], grain: Any) -> Any:
     """Grain has no positional selection; `select_from_datasets` with a table is its equivalent."""
-    import grain
 
     class Table:
         def __len__(self) -> int:
@@ -80,14 +87,14 @@ def _grain_take(ds: Any, positions: list[int]) -> Any:
     return grain.MapDataset.select_from_datasets([ds], Table())
 
 
-def build_grain_stream(spec: tuple[Any, ...]) -> Any:
-    import grain
-
+def build_grain_stream(spec: tuple[Any, ...], grain: Any = None) -> Any:
+    """The IterDataset of a stream spec, built with `grain` (Grain itself by default)."""
+    grain = grain or grain_module()
     head, *ops = spec
     if head[0] == "mix":
-        stream = grain.IterDataset.mix([build_grain_stream(p) for p in head[1]], head[2])
+        stream = grain.IterDataset.mix([build_grain_stream(p, grain) for p in head[1]], head[2])
     else:
-        stream = build_grain(head[1]).to_iter_dataset(
+        stream = build_grain(head[1], grain).to_iter_dataset(
             grain.ReadOptions(num_threads=0), allow_nones=head[2]
         )
     for op in ops:
@@ -96,5 +103,5 @@ def build_grain_stream(spec: tuple[Any, ...]) -> Any:
         elif op[0] == "repeat":
             stream = grain.experimental.RepeatIterDataset(stream, op[1])
         else:
-            stream = _apply_grain(op, stream)
+            stream = _apply_grain(op, stream, grain)
     return stream

@@ -15,6 +15,7 @@ import toolz
 
 from grainfn._src import element_ops, index_ops, stream_ops, validate
 from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.flat_map import FlatMappedDataset, FlatMappedStream
 from grainfn._src.index import slicing
 from grainfn._src.index.seeds import derive_seed
 from grainfn._src.sources import RangeDataset, SourceDataset, check_source
@@ -57,10 +58,15 @@ def source(data: Sequence[T] | Any) -> Dataset[T]:
 
 
 @toolz.curry
-def from_dataset(ds: Dataset[T], *, allow_nones: bool = False) -> Stream[T]:
+def from_dataset(
+    ds: Dataset[T], *, allow_nones: bool = False, threads: int = 0, buffer: int = 500
+) -> Stream[T]:
     """The elements of `ds` in position order, as a stream with explicit state.
 
-    Positions a filter emptied (None) are skipped unless `allow_nones`.
+    Positions a filter emptied (None) are skipped unless `allow_nones`. With
+    `threads > 0`, up to `threads` threads read up to `buffer` positions ahead
+    once reading is measured to wait (slow files, network); cheap pipelines
+    keep reading in the calling thread. Neither changes elements or states.
 
     Examples:
         >>> s = from_dataset(filter(lambda x: x % 2, range(6)))
@@ -69,7 +75,9 @@ def from_dataset(ds: Dataset[T], *, allow_nones: bool = False) -> Stream[T]:
         (1, DatasetPosition(position=2))
     """
     ds = _dataset(ds, "from_dataset")
-    return FromDatasetStream(ds, bool(allow_nones))
+    threads = validate.check_nonnegative_int(threads, "threads")
+    buffer = validate.check_positive_int(buffer, "buffer")
+    return FromDatasetStream(ds, bool(allow_nones), threads, buffer)
 
 
 # Combining several datasets or streams.
@@ -304,6 +312,40 @@ def map_with_index(fn: Callable[[int, Any], Any], data: Data) -> Data:
 
 
 @toolz.curry
+def flat_map(
+    fn: Callable[[Any], Sequence[Any]], data: Data, *, max_fan_out: int | None = None
+) -> Data:
+    """Every element of `fn(element)` for every element.
+
+    A stream yields all parts in order. A dataset keeps random access by giving
+    each element `max_fan_out` positions: part `j` of element `k` sits at
+    position `k * max_fan_out + j`, and positions past an element's last part
+    are None (skipped when read as a stream).
+
+    Examples:
+        >>> ds = flat_map(lambda x: [x] * x, range(3), max_fan_out=2)
+        >>> ds.get_many(builtins.range(6))
+        [None, None, 1, None, 2, 2]
+        >>> from grainfn._src.reading import iterate
+        >>> list(iterate(flat_map(lambda x: [x] * x, from_dataset(range(4)))))
+        [1, 2, 2, 3, 3, 3]
+    """
+    validate.check_callable(fn, "flat_map fn")
+    if isinstance(data, Stream):
+        if max_fan_out is not None:
+            validate.check_positive_int(max_fan_out, "max_fan_out")
+        return FlatMappedStream(data, fn)
+    ds = _dataset(data, "flat_map")
+    if max_fan_out is None:
+        raise ValueError(
+            "flat_map on a dataset needs max_fan_out, the most parts one element may give: "
+            "each element gets that many positions. A stream needs no bound."
+        )
+    fan_out = validate.check_positive_int(max_fan_out, "max_fan_out")
+    return FlatMappedDataset(ds, fn, fan_out)
+
+
+@toolz.curry
 def filter(predicate: Callable[[Any], Any], data: Data) -> Data:
     """Keeps elements where `predicate` is true.
 
@@ -343,11 +385,12 @@ def batch(
     if isinstance(data, Stream):
         return stream_ops.BatchedStream(data, batch_size, bool(drop_remainder), batch_fn)
     ds = _dataset(data, "batch")
-    if (found := element_ops.upstream_filter(ds)) is not None:
+    if (found := element_ops.upstream_holes(ds)) is not None:
         raise ValueError(
-            f"A map-level batch cannot follow a filter ({found.describe_stage()}): filtered "
-            "positions are holes, so batches would come out short. Batch the stream instead: "
-            "fn.batch(n, fn.from_dataset(ds)) drops the holes first."
+            f"A map-level batch cannot follow {found.describe_stage()}: it leaves None holes, "
+            "so batches would come out short. Batch the stream instead, which drops the holes "
+            "first: fn.batch(n, fn.from_dataset(ds)), or ds.to_iter_dataset().batch(n) in the "
+            "Grain API."
         )
     return element_ops.BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn)
 
@@ -358,8 +401,8 @@ def _op_seed(seed: int | None, data: Data, what: str) -> int:
     derived = derive_seed([data])
     if derived is None:
         raise ValueError(
-            f"{what} needs a seed: pass seed=... or call fn.seed(s, ds) upstream to seed every "
-            "random stage below it."
+            f"{what} needs a seed: pass seed=..., or seed the pipeline upstream with "
+            "fn.seed(s, ds) (ds.seed(s) in the Grain API) to seed every random stage below it."
         )
     return derived
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -36,6 +36,8 @@ class Dataset(Generic[T]):
     """
 
     length: int = dataclasses.field(init=False)
+    makes_holes: ClassVar[bool] = False
+    """Whether this stage may put None at positions its parents fill (filter, flat_map)."""
 
     @property
     def parents(self) -> tuple[Dataset[Any], ...]:

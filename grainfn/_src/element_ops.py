@@ -91,6 +91,7 @@ class FilteredDataset(OneParent):
     """Keeps elements where `predicate(element)` is true and puts None elsewhere."""
 
     predicate: Callable[[Any], Any]
+    makes_holes = True
 
     def __post_init__(self) -> None:
         set_length(self, self.parent.length)
@@ -152,12 +153,15 @@ class BatchedDataset(OneParent):
         return f"batch({self.batch_size}{extra}{fn})"
 
 
-def upstream_filter(ds: Dataset[Any]) -> Dataset[Any] | None:
-    """The nearest filter stage above `ds`, if any: map-level batch cannot follow one."""
+def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:
+    """The nearest stage above `ds` that leaves None holes (a filter or a flat_map), if any.
+
+    A map-level batch cannot follow one: its batches would come out short.
+    """
     to_visit = [ds]
     while to_visit:
         node = to_visit.pop()
-        if isinstance(node, FilteredDataset):
+        if node.makes_holes:
             return node
         to_visit.extend(node.parents)
     return None

@@ -10,7 +10,8 @@ import numpy as np
 from grainfn._src import state as records
 from grainfn._src import validate
 from grainfn._src.dataset import Dataset, pipeline_lines
-from grainfn._src.stream import BlockSizer, FromDatasetStream, Stream, StreamIterator
+from grainfn._src.parallel.threads import BlockSizer
+from grainfn._src.stream import FromDatasetStream, Stream, StreamIterator
 
 T = TypeVar("T")
 
@@ -88,11 +89,7 @@ def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:
         ['from_dataset()', '  range(0, 3, 1)  [length 3]']
     """
     stream.check_state(state)
-    return {
-        "version": records.STATE_VERSION,
-        "pipeline": pipeline_lines(stream),
-        "state": records.to_dict(state),
-    }
+    return StateCodec(stream).encode(state)
 
 
 def state_from_dict(stream: Stream[Any], data: Any) -> Any:
@@ -102,22 +99,53 @@ def state_from_dict(stream: Stream[Any], data: Any) -> Any:
         ValueError: naming the version, the first differing pipeline stage, or
             the missing or mistyped field.
     """
-    if not isinstance(data, dict):
-        raise ValueError(f"A state dict is expected, got {type(data).__name__}.")
-    for key in ("version", "pipeline", "state"):
-        if key not in data:
-            raise ValueError(f"State dict is truncated: key {key!r} is missing.")
-    if data["version"] != records.STATE_VERSION:
-        raise ValueError(
-            f"State version {data['version']!r} is not supported: this grainfn reads version "
-            f"{records.STATE_VERSION}."
-        )
-    ours, theirs = pipeline_lines(stream), data["pipeline"]
-    if theirs != ours:
-        raise ValueError(_pipeline_difference(ours, theirs))
-    state = records.from_dict(data["state"])
-    stream.check_state(state)
-    return state
+    return StateCodec(stream).decode(data)
+
+
+class StateCodec:
+    """The dict form of one stream's states, with the pipeline description computed once.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> codec = StateCodec(fn.from_dataset(fn.range(3)))
+        >>> codec.decode(codec.encode(fn.DatasetPosition(2)))
+        DatasetPosition(position=2)
+    """
+
+    def __init__(self, stream: Stream[Any]) -> None:
+        self.stream = stream
+        self.pipeline = pipeline_lines(stream)
+
+    def encode(self, state: Any) -> dict[str, Any]:
+        """The dict form of a state of this stream (not checked: see `state_to_dict`)."""
+        return {
+            "version": records.STATE_VERSION,
+            "pipeline": list(self.pipeline),
+            "state": records.to_dict(state),
+        }
+
+    def decode(self, data: Any) -> Any:
+        """The state record of `data`, refusing one of another pipeline or version."""
+        if not isinstance(data, dict):
+            raise ValueError(f"A state dict is expected, got {type(data).__name__}.")
+        if "version" not in data and "pipeline" not in data:
+            raise ValueError(
+                f"This state was not written by grainfn (its keys are {sorted(map(str, data))}). "
+                "Pass a dict that get_state (or fn.state_to_dict) returned for this pipeline."
+            )
+        for key in ("version", "pipeline", "state"):
+            if key not in data:
+                raise ValueError(f"State dict is truncated: key {key!r} is missing.")
+        if data["version"] != records.STATE_VERSION:
+            raise ValueError(
+                f"State version {data['version']!r} is not supported: this grainfn reads "
+                f"version {records.STATE_VERSION}."
+            )
+        if data["pipeline"] != self.pipeline:
+            raise ValueError(_pipeline_difference(self.pipeline, data["pipeline"]))
+        state = records.from_dict(data["state"])
+        self.stream.check_state(state)
+        return state
 
 
 def _pipeline_difference(ours: list[str], theirs: Any) -> str:

@@ -4,11 +4,53 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from grainfn._src.dataset import Dataset, function_name, set_length
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+@runtime_checkable
+class RandomAccessDataSource(Protocol[T_co]):
+    """What a source needs: `len(source)` records and `source[i]` for `0 <= i < len`.
+
+    Subclassing it is optional: any object with these two methods works. For
+    worker processes it must pickle; a readable `__repr__` names it in
+    pipeline descriptions. A `__getitems__(indices)` method, if present, reads
+    a block of records at once.
+    """
+
+    def __len__(self) -> int:
+        """The number of records."""
+        ...
+
+    def __getitem__(self, index: int) -> T_co:
+        """The record at `index`, for `0 <= index < len(self)`."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeDataSource:
+    """The integers of `range(start, stop, step)` as a data source.
+
+    Examples:
+        >>> source = RangeDataSource(2, 10, 3)
+        >>> len(source), source[1]
+        (3, 5)
+    """
+
+    start: int
+    stop: int
+    step: int
+
+    def __len__(self) -> int:
+        return len(range(self.start, self.stop, self.step))
+
+    def __getitem__(self, index: int) -> int:
+        return range(self.start, self.stop, self.step)[index]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -74,3 +116,29 @@ def check_source(source: Any) -> Any:
             f"source), got {source!r} of type {type(source).__name__}."
         )
     return source
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ObjectDataset(Dataset[Any]):
+    """A stage an object defines itself: `len(obj)` positions per epoch, `obj[i]` at any index.
+
+    This is how a dataset class written against Grain's protocol (`__len__`,
+    and a `__getitem__` that answers every index >= 0, later epochs included)
+    joins a pipeline. `inputs` are the datasets it reads, for seeds and repr.
+    """
+
+    obj: Any
+    inputs: tuple[Dataset[Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        set_length(self, len(self.obj))
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return self.inputs
+
+    def _get(self, index: int) -> Any:
+        return self.obj[index]
+
+    def describe_stage(self) -> str:
+        return type(self.obj).__qualname__

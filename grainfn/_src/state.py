@@ -35,6 +35,13 @@ class LimitState(NamedTuple):
     parent: Any
 
 
+class SplitState(NamedTuple):
+    """State of a stream `flat_map`: parts of the current element taken, and the state before it."""
+
+    taken: int
+    parent: Any
+
+
 class RepeatState(NamedTuple):
     """State of `repeat`: the current epoch and the parent's state within it."""
 
@@ -52,7 +59,7 @@ class MixState(NamedTuple):
 
 RECORDS: dict[str, type[Any]] = {
     record.__name__: record
-    for record in (DatasetPosition, CountState, LimitState, RepeatState, MixState)
+    for record in (DatasetPosition, CountState, LimitState, SplitState, RepeatState, MixState)
 }
 
 

@@ -13,14 +13,12 @@ only when asked. `step` itself is `open`, one `next`, and `state`.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
-import numpy as np
-
 from grainfn._src import state as records
 from grainfn._src.dataset import INFINITE, Dataset, pipeline_lines
+from grainfn._src.parallel.threads import BlockReader
 
 T = TypeVar("T")
 
@@ -60,9 +58,17 @@ class Cursor(Protocol):
         """The state record after the elements returned so far."""
         ...
 
+    def start_prefetch(self) -> None:
+        """Starts reading ahead in the background, where the pipeline reads with threads."""
+        ...
+
+    def close(self) -> None:
+        """Releases the threads or processes the cursor holds."""
+        ...
+
 
 class BaseCursor:
-    """`next_many` in terms of `next`, for cursors with no faster way."""
+    """Defaults: `next_many` in terms of `next`; prefetch and close reach the `children`."""
 
     def next(self) -> Any:
         raise NotImplementedError
@@ -75,6 +81,18 @@ class BaseCursor:
         except StopIteration:
             pass
         return out
+
+    def children(self) -> tuple[Cursor, ...]:
+        """The cursors this one reads from."""
+        return ()
+
+    def start_prefetch(self) -> None:
+        for child in self.children():
+            child.start_prefetch()
+
+    def close(self) -> None:
+        for child in self.children():
+            child.close()
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -121,38 +139,20 @@ class Stream(Generic[T]):
         return "\n".join(pipeline_lines(self))
 
 
-class BlockSizer:
-    """Chooses how many positions to read at once: growing while reads are cheap.
-
-    Blocks start at one position (a single `step` reads one element) and double
-    while a block takes under 2 ms, up to 1024; a block over 20 ms halves the
-    next one, so slow or large elements are not read far ahead. Output never
-    depends on the block size, only speed and memory do.
-    """
-
-    def __init__(self, limit: int = 1024) -> None:
-        self.size = 1
-        self.limit = limit
-        self._started = 0.0
-
-    def start(self) -> int:
-        self._started = time.perf_counter()
-        return self.size
-
-    def done(self) -> None:
-        elapsed = time.perf_counter() - self._started
-        if elapsed < 0.002:
-            self.size = min(self.limit, self.size * 2)
-        elif elapsed > 0.02:
-            self.size = max(1, self.size // 2)
-
-
 @dataclasses.dataclass(frozen=True, repr=False)
 class FromDatasetStream(Stream[T]):
-    """The elements of a dataset in position order; `None`s are skipped unless allowed."""
+    """The elements of a dataset in position order; `None`s are skipped unless allowed.
+
+    With `threads > 0`, up to that many threads read up to `buffer` positions
+    ahead once reading is seen to wait (see `grainfn._src.parallel.threads`).
+    Neither changes the elements or the state, so neither is part of the
+    pipeline a state names.
+    """
 
     dataset: Dataset[T]
     allow_nones: bool = False
+    threads: int = 0
+    buffer: int = 500
 
     @property
     def parents(self) -> tuple[Any, ...]:
@@ -162,7 +162,8 @@ class FromDatasetStream(Stream[T]):
         return records.DatasetPosition(0)
 
     def open(self, state: Any) -> Cursor:
-        return _DatasetCursor(self.dataset, state.position, self.allow_nones)
+        reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
+        return _DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, records.DatasetPosition, self.describe_stage(), path)
@@ -179,23 +180,16 @@ class FromDatasetStream(Stream[T]):
 
 
 class _DatasetCursor(BaseCursor):
-    def __init__(self, dataset: Dataset[Any], position: int, allow_nones: bool) -> None:
-        self.dataset = dataset
-        self.length = dataset.length
+    def __init__(self, reader: BlockReader, allow_nones: bool) -> None:
+        self.reader = reader
         self.allow_nones = allow_nones
         self.buffer: list[Any] = []
-        self.start = position  # position of buffer[0]
+        self.start = reader.position  # position of buffer[0]
         self.offset = 0  # buffer[offset] is the next element
-        self.sizer = BlockSizer()
 
     def _refill(self) -> None:
-        first = self.start + len(self.buffer)
-        if first >= self.length:
-            raise StopIteration
-        stop = min(self.length, first + self.sizer.start())
-        self.buffer = self.dataset._get_many(np.arange(first, stop, dtype=np.int64))
-        self.sizer.done()
-        self.start, self.offset = first, 0
+        self.start, self.buffer = self.reader.read()
+        self.offset = 0
 
     def next(self) -> Any:
         while True:
@@ -222,6 +216,12 @@ class _DatasetCursor(BaseCursor):
     def state(self) -> records.DatasetPosition:
         return records.DatasetPosition(self.start + self.offset)
 
+    def start_prefetch(self) -> None:
+        self.reader.start_threads()
+
+    def close(self) -> None:
+        self.reader.close()
+
 
 class StreamIterator(Iterator[T]):
     """Iterates a stream quickly; `state` gives the exact state after the last element.
@@ -243,7 +243,31 @@ class StreamIterator(Iterator[T]):
     def __next__(self) -> T:
         return self._cursor.next()
 
+    def start_prefetch(self) -> None:
+        """Starts the background reads now, where the pipeline reads with threads."""
+        self._cursor.start_prefetch()
+
+    def close(self) -> None:
+        """Stops background reads. The state stays readable; reading on raises ValueError."""
+        self._cursor.close()
+        self._cursor = _ClosedCursor(self._cursor.state())
+
     @property
     def state(self) -> Any:
         """The state record after the elements returned so far: resume from it with `iterate`."""
         return self._cursor.state()
+
+
+class _ClosedCursor(BaseCursor):
+    """What a closed iterator reads: nothing, with the state it had when closed."""
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+
+    def next(self) -> Any:
+        raise ValueError(
+            "This iterator is closed. Make a new one, starting from its last state if needed."
+        )
+
+    def state(self) -> Any:
+        return self._state

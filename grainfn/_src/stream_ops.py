@@ -109,6 +109,9 @@ class _MapCursor(BaseCursor):
     def state(self) -> Any:
         return self.parent.state()
 
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class RandomMappedStream(CountingStream):
@@ -163,6 +166,9 @@ class _CountCursor(BaseCursor):
     def state(self) -> Any:
         return records.CountState(self.count, self.parent.state())
 
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class FilteredStream(PassThroughStream):
@@ -190,6 +196,9 @@ class _FilterCursor(BaseCursor):
 
     def state(self) -> Any:
         return self.parent.state()
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -229,6 +238,9 @@ class _BatchCursor(BaseCursor):
     def state(self) -> Any:
         return self.parent.state()
 
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class LimitedStream(WrappingStream):
@@ -257,6 +269,9 @@ class _LimitCursor(BaseCursor):
 
     def state(self) -> Any:
         return records.LimitState(self.taken, self.parent.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -295,6 +310,7 @@ class _RepeatCursor(BaseCursor):
                     self.epoch = self.num_epochs if self.num_epochs is not None else self.epoch
                     raise
                 self.epoch += 1
+                self.cursor.close()
                 self.cursor = self.parent.open(self.initial)
                 self.fresh, self.produced = True, False
                 continue
@@ -304,6 +320,9 @@ class _RepeatCursor(BaseCursor):
 
     def state(self) -> Any:
         return records.RepeatState(self.epoch, self.cursor.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.cursor,)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -366,3 +385,6 @@ class _MixCursor(BaseCursor):
 
     def state(self) -> Any:
         return records.MixState(self.index, self.stopped, tuple(c.state() for c in self.cursors))
+
+    def children(self) -> tuple[Cursor, ...]:
+        return tuple(self.cursors)

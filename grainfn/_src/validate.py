@@ -50,6 +50,23 @@ def check_integer(value: Any, what: str) -> int:
     raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
 
 
+def check_nonnegative_int(value: Any, what: str) -> int:
+    """Returns `value` as an int after checking that it is >= 0.
+
+    Examples:
+        >>> check_nonnegative_int(-2, "threads")
+        Traceback (most recent call last):
+        ...
+        ValueError: threads must be an integer >= 0, got -2.
+    """
+    if isinstance(value, bool) or not _is_integer(value):
+        raise TypeError(f"{what} must be an integer >= 0, got {value!r}.")
+    value = operator.index(value)
+    if value < 0:
+        raise ValueError(f"{what} must be an integer >= 0, got {value}.")
+    return value
+
+
 def check_positive_int(value: Any, what: str) -> int:
     """Returns `value` as an int after checking that it is >= 1."""
     if isinstance(value, bool) or not _is_integer(value):

@@ -1,0 +1,403 @@
+"""Grain's MapDataset and IterDataset, as thin wrappers over core values.
+
+A `MapDataset` holds a `grainfn.fn` dataset and an `IterDataset` a stream,
+both available as `.core`. Each method builds a new core value with a
+`grainfn.fn` combinator and wraps it, so facade and core always agree.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from grainfn._src import combinators as fn
+from grainfn._src import validate
+from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
+from grainfn._src.facade.transforms import FlatMap, apply_transformations, as_function
+from grainfn._src.sources import ObjectDataset
+from grainfn._src.stream import FromDatasetStream, Stream
+
+T = TypeVar("T")
+
+
+class MapDataset(Generic[T]):
+    """A dataset with random access: Grain's `MapDataset`.
+
+    `len(ds)` is the length of one epoch and `ds[i]` the element at any index
+    `i >= 0`; indices past the length address later epochs (a new shuffle, new
+    random draws). Every method returns a new dataset. The pipeline is a
+    `grainfn.fn` dataset, available as `.core`.
+
+    A class written against Grain's protocol (subclass, call
+    `super().__init__(parents)`, define `__len__` and `__getitem__`) works too.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(10).shuffle(seed=42).map(lambda x: x * 2)
+        >>> len(ds), sorted(ds) == list(range(0, 20, 2))
+        (10, True)
+        >>> [b.tolist() for b in grain.MapDataset.range(5).batch(2)]
+        [[0, 1], [2, 3], [4]]
+    """
+
+    _core: Dataset[T] | None
+
+    def __init__(self, parents: Any = ()) -> None:
+        """Grain's constructor, for subclasses that define `__len__` and `__getitem__`."""
+        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
+        self._core = None
+
+    # Factories.
+
+    @staticmethod
+    def source(source: Any) -> MapDataset[Any]:
+        """The items of a Sequence or a random-access data source (`len` and `[]`)."""
+        return _wrap_map(fn.source(source))
+
+    @staticmethod
+    def range(start: int, stop: int | None = None, step: int = 1) -> MapDataset[int]:
+        """The integers of Python's `range(start, stop, step)`."""
+        return _wrap_map(fn.range(start, stop, step))
+
+    @staticmethod
+    def mix(datasets: Sequence[MapDataset[Any]], weights: Any = None) -> MapDataset[Any]:
+        """Interleaves datasets in proportion to `weights`; ends where the first runs out."""
+        return _wrap_map(fn.mix(_cores(datasets, "MapDataset.mix"), weights))
+
+    @staticmethod
+    def concatenate(datasets: Sequence[MapDataset[Any]]) -> MapDataset[Any]:
+        """The datasets one after another."""
+        return _wrap_map(fn.concatenate(_cores(datasets, "MapDataset.concatenate")))
+
+    @staticmethod
+    def select_from_datasets(
+        datasets: Sequence[MapDataset[Any]], selection_map: Any
+    ) -> MapDataset[Any]:
+        """Position `i` reads `datasets[d][k]` where `(d, k) = selection_map[i]`."""
+        cores = _cores(datasets, "MapDataset.select_from_datasets")
+        return _wrap_map(fn.select_from_datasets(cores, selection_map))
+
+    # The core value.
+
+    @property
+    def core(self) -> Dataset[T]:
+        """The `grainfn.fn` dataset this one wraps."""
+        if self._core is None:
+            self._core = ObjectDataset(self, _cores(self._parents, type(self).__qualname__))
+        return self._core
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        """The datasets this one reads from, as facade objects."""
+        return tuple(_wrap(parent) for parent in self.core.parents)
+
+    @property
+    def _parent(self) -> Any:
+        parents = self._parents if self._core is None else self.parents
+        if len(parents) != 1:
+            raise AttributeError(f"{type(self).__qualname__} has {len(parents)} parents, not 1.")
+        return parents[0]
+
+    # Stages.
+
+    def seed(self, seed: int) -> MapDataset[T]:
+        """Seeds every random stage downstream that has no seed of its own."""
+        return _wrap_map(fn.seed(seed, self.core))
+
+    def shuffle(self, seed: int | None = None) -> MapDataset[T]:
+        """A new pseudorandom permutation in every epoch, the same as Grain's."""
+        return _wrap_map(fn.shuffle(self.core, seed=seed))
+
+    def slice(self, sl: builtins.slice) -> MapDataset[T]:
+        """The positions a Python slice selects (also `ds[start:stop:step]`)."""
+        return _wrap_map(fn.slice(sl, self.core))
+
+    def repeat(self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True) -> Any:
+        """`num_epochs` epochs one after another, or forever (length `sys.maxsize`) for None."""
+        return _wrap_map(fn.repeat(num_epochs, self.core, reseed_each_epoch=reseed_each_epoch))
+
+    def map(self, transform: Any) -> MapDataset[Any]:
+        """`transform(element)` (or `transform.map(element)`) for every element."""
+        return _wrap_map(fn.map(as_function(transform, "map"), self.core))
+
+    def random_map(self, transform: Any, *, seed: int | None = None) -> MapDataset[Any]:
+        """`transform(element, rng)`; the rng depends only on (seed, index)."""
+        function = as_function(transform, "random_map")
+        return _wrap_map(fn.random_map(function, self.core, seed=seed))
+
+    def map_with_index(self, transform: Any) -> MapDataset[Any]:
+        """`transform(index, element)` for every element."""
+        return _wrap_map(fn.map_with_index(as_function(transform, "map_with_index"), self.core))
+
+    def filter(self, transform: Any) -> MapDataset[T]:
+        """None where `transform(element)` is false; iteration skips the Nones."""
+        return _wrap_map(fn.filter(as_function(transform, "filter"), self.core))
+
+    def flat_map(self, transform: Any, *, max_fan_out: int | None = None) -> MapDataset[Any]:
+        """`max_fan_out` positions per element holding its parts, None past the last part.
+
+        `transform` is a `transforms.FlatMap` (which carries `max_fan_out`) or a
+        function with `max_fan_out` given here.
+        """
+        if isinstance(transform, FlatMap):
+            return _wrap_map(
+                fn.flat_map(transform.flat_map, self.core, max_fan_out=transform.max_fan_out)
+            )
+        return _wrap_map(fn.flat_map(transform, self.core, max_fan_out=max_fan_out))
+
+    def batch(
+        self,
+        batch_size: int,
+        *,
+        drop_remainder: bool = False,
+        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+    ) -> MapDataset[Any]:
+        """Consecutive elements stacked leaf by leaf along a new first axis."""
+        return _wrap_map(
+            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
+        )
+
+    def to_iter_dataset(
+        self, read_options: ReadOptions | None = None, *, allow_nones: bool = False
+    ) -> IterDataset[T]:
+        """The elements in order, as an IterDataset; Nones are skipped unless `allow_nones`.
+
+        `read_options` sets the threads that read ahead when reading waits (see
+        `ReadOptions`); they never change the elements or the states.
+        """
+        options = ReadOptions() if read_options is None else read_options
+        if not isinstance(options, ReadOptions):
+            raise TypeError(f"read_options must be a grainfn.ReadOptions, got {options!r}.")
+        threads = options.num_threads if options.prefetch_buffer_size else 0
+        stream = fn.from_dataset(
+            self.core,
+            allow_nones=allow_nones,
+            threads=threads,
+            buffer=max(1, options.prefetch_buffer_size),
+        )
+        return _wrap_iter(stream)
+
+    def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""
+        return func(self, *args, **kwargs)
+
+    def apply(self, transformations: Any) -> MapDataset[Any]:
+        """Applies one transformation object, or a sequence of them, in order."""
+        return apply_transformations(self, transformations)
+
+    # Reading.
+
+    def __len__(self) -> int:
+        return self.core.length
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, builtins.slice):
+            return self.slice(index)
+        core = self.core
+        index = validate.check_integer(index, "index")
+        if index < 0 and core.length < INFINITE:
+            if index < -core.length:
+                raise IndexError(
+                    f"index {index} is out of range for a dataset of length {core.length}."
+                )
+            index += core.length
+        return core.get(index)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.to_iter_dataset())
+
+    def __repr__(self) -> str:
+        if self._core is None and type(self) is not MapDataset:
+            return object.__repr__(self)
+        return f"MapDataset:\n{_indent(repr(self.core))}"
+
+
+class IterDataset(Generic[T]):
+    """A dataset read in order, with checkpointable iterators: Grain's `IterDataset`.
+
+    Make one with `MapDataset.to_iter_dataset()` or `IterDataset.mix(...)`.
+    Every method returns a new dataset. The pipeline is a `grainfn.fn` stream,
+    available as `.core`.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(6).to_iter_dataset().filter(lambda x: x % 2).batch(2)
+        >>> [b.tolist() for b in ds]
+        [[1, 3], [5]]
+    """
+
+    _core: Stream[T] | None
+
+    def __init__(self, parents: Any = ()) -> None:
+        """Grain's constructor, for subclasses that define `__iter__` themselves."""
+        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
+        self._core = None
+
+    @staticmethod
+    def mix(
+        datasets: Sequence[Any] | Mapping[str, Any],
+        weights: Sequence[float] | Mapping[str, float] | None = None,
+    ) -> IterDataset[Any]:
+        """Interleaves datasets in proportion to `weights`; stops when the one due runs out.
+
+        Components may be a list, or a dict of named components, with weights
+        as a list (in the dict's order) or a dict of the same names. A
+        MapDataset component is read with `to_iter_dataset()`.
+        """
+        if isinstance(datasets, Mapping):
+            streams: Any = {name: _stream_of(ds) for name, ds in datasets.items()}
+            if weights is not None and not isinstance(weights, Mapping):
+                weights = dict(zip(datasets, validate.check_weights(weights, len(datasets))))
+        else:
+            streams = [_stream_of(ds) for ds in _sequence(datasets, "IterDataset.mix")]
+        return _wrap_iter(fn.mix(streams, weights))
+
+    @property
+    def core(self) -> Stream[T]:
+        """The `grainfn.fn` stream this dataset wraps."""
+        if self._core is None:
+            raise TypeError(
+                f"{type(self).__qualname__} defines its own iterator, so grainfn cannot compose "
+                "it with other stages yet. Build the pipeline from grainfn datasets instead."
+            )
+        return self._core
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        """The datasets this one reads from, as facade objects."""
+        if self._core is None:
+            return self._parents
+        return tuple(_wrap(parent) for parent in self._core.parents)
+
+    def seed(self, seed: int) -> IterDataset[T]:
+        """Seeds every random stage downstream that has no seed of its own."""
+        return _wrap_iter(fn.seed(seed, self.core))
+
+    def map(self, transform: Any) -> IterDataset[Any]:
+        """`transform(element)` (or `transform.map(element)`) for every element."""
+        return _wrap_iter(fn.map(as_function(transform, "map"), self.core))
+
+    def random_map(self, transform: Any, *, seed: int | None = None) -> IterDataset[Any]:
+        """`transform(element, rng)`; the n-th element's rng depends only on (seed, n)."""
+        function = as_function(transform, "random_map")
+        return _wrap_iter(fn.random_map(function, self.core, seed=seed))
+
+    def map_with_index(self, transform: Any) -> IterDataset[Any]:
+        """`transform(n, element)` for the n-th element."""
+        return _wrap_iter(fn.map_with_index(as_function(transform, "map_with_index"), self.core))
+
+    def filter(self, transform: Any) -> IterDataset[T]:
+        """Keeps the elements where `transform(element)` is true."""
+        return _wrap_iter(fn.filter(as_function(transform, "filter"), self.core))
+
+    def flat_map(self, transform: Any) -> IterDataset[Any]:
+        """Every part of `transform.flat_map(element)` (or `transform(element)`), in order."""
+        split = transform.flat_map if isinstance(transform, FlatMap) else transform
+        return _wrap_iter(fn.flat_map(split, self.core))
+
+    def batch(
+        self,
+        batch_size: int,
+        *,
+        drop_remainder: bool = False,
+        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+    ) -> IterDataset[Any]:
+        """Consecutive elements stacked leaf by leaf along a new first axis."""
+        return _wrap_iter(
+            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
+        )
+
+    def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""
+        return func(self, *args, **kwargs)
+
+    def apply(self, transformations: Any) -> IterDataset[Any]:
+        """Applies one transformation object, or a sequence of them, in order."""
+        return apply_transformations(self, transformations)
+
+    def mp_prefetch(
+        self,
+        options: MultiprocessingOptions | None = None,
+        worker_init_fn: Callable[[int, int], None] | None = None,
+    ) -> IterDataset[T]:
+        """Computes the per-position work ahead of the consumer; output never depends on it.
+
+        In this release the work runs in this process: the elements and the
+        states are the ones worker processes will give, so checkpoints carry
+        over when they arrive.
+        """
+        if options is not None and not isinstance(options, MultiprocessingOptions):
+            raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
+        if worker_init_fn is not None:
+            validate.check_callable(worker_init_fn, "worker_init_fn")
+        self.core  # noqa: B018  (refuses a dataset grainfn cannot compose)
+        return self
+
+    def prefetch(self, multiprocessing_options: MultiprocessingOptions) -> IterDataset[T]:
+        """Deprecated alias of `mp_prefetch`."""
+        warnings.warn(
+            "IterDataset.prefetch is deprecated; use mp_prefetch.", DeprecationWarning, stacklevel=2
+        )
+        return self.mp_prefetch(multiprocessing_options)
+
+    def __iter__(self) -> DatasetIterator[T]:
+        return DatasetIterator.over(self.core)
+
+    def __repr__(self) -> str:
+        if self._core is None:
+            return object.__repr__(self)
+        return f"IterDataset:\n{_indent(repr(self._core))}"
+
+
+def _wrap_map(dataset: Dataset[Any]) -> MapDataset[Any]:
+    ds: MapDataset[Any] = object.__new__(MapDataset)
+    ds._parents = ()
+    ds._core = dataset
+    return ds
+
+
+def _wrap_iter(stream: Stream[Any]) -> IterDataset[Any]:
+    ds: IterDataset[Any] = object.__new__(IterDataset)
+    ds._parents = ()
+    ds._core = stream
+    return ds
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, ObjectDataset):
+        return value.obj
+    return _wrap_iter(value) if isinstance(value, Stream) else _wrap_map(value)
+
+
+def _cores(datasets: Any, what: str) -> tuple[Dataset[Any], ...]:
+    cores = []
+    for ds in _sequence(datasets, what):
+        if not isinstance(ds, MapDataset):
+            raise TypeError(f"{what} takes MapDatasets, got {ds!r} of type {type(ds).__name__}.")
+        cores.append(ds.core)
+    return tuple(cores)
+
+
+def _stream_of(ds: Any) -> Stream[Any]:
+    if isinstance(ds, IterDataset):
+        return ds.core
+    if isinstance(ds, MapDataset):
+        return FromDatasetStream(ds.core)
+    raise TypeError(
+        f"IterDataset.mix takes IterDatasets or MapDatasets, got {ds!r} of type "
+        f"{type(ds).__name__}."
+    )
+
+
+def _sequence(datasets: Any, what: str) -> Sequence[Any]:
+    if isinstance(datasets, Sequence) and not isinstance(datasets, (str, bytes)):
+        return datasets
+    raise TypeError(f"{what} takes a list of datasets, got {datasets!r}.")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

@@ -1,0 +1,117 @@
+"""The names of Grain's `experimental` module that grainfn's core supports.
+
+Grain exposes some stages as classes to construct rather than methods; here
+each class builds the same core value its method would and wraps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from grainfn._src import combinators as fn
+from grainfn._src import validate
+from grainfn._src.facade.datasets import IterDataset, MapDataset
+from grainfn._src.facade.transforms import FlatMap
+from grainfn._src.index.shuffle import shuffle_index
+from grainfn._src.testing.assertions import assert_resumable
+
+T = TypeVar("T")
+
+_CHECKPOINT_ELEMENTS = 1000
+
+
+class LimitIterDataset(IterDataset[T]):
+    """The first `count` elements of `parent`.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> list(LimitIterDataset(grain.MapDataset.range(9).to_iter_dataset(), count=3))
+        [0, 1, 2]
+    """
+
+    def __init__(self, parent: IterDataset[T], count: int) -> None:
+        super().__init__(parent)
+        self._core = fn.limit(count, _iter_core(parent, "LimitIterDataset"))
+
+
+class RepeatIterDataset(IterDataset[T]):
+    """`parent` again from its start, `num_epochs` times or forever (None).
+
+    Examples:
+        >>> import grainfn as grain
+        >>> list(RepeatIterDataset(grain.MapDataset.range(2).to_iter_dataset(), num_epochs=2))
+        [0, 1, 0, 1]
+    """
+
+    def __init__(self, parent: IterDataset[T], num_epochs: int | None = None) -> None:
+        super().__init__(parent)
+        self._core = fn.repeat(num_epochs, _iter_core(parent, "RepeatIterDataset"))
+
+
+class FlatMapMapDataset(MapDataset[Any]):
+    """`transform.max_fan_out` positions per element of `parent`, holding its parts.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> class Twice(grain.transforms.FlatMap):
+        ...     max_fan_out = 2
+        ...     def flat_map(self, x):
+        ...         return [x, x]
+        >>> list(FlatMapMapDataset(grain.MapDataset.range(2), Twice()))
+        [0, 0, 1, 1]
+    """
+
+    def __init__(self, parent: MapDataset[Any], transform: FlatMap) -> None:
+        super().__init__(parent)
+        self._core = parent.flat_map(_flat_map(transform)).core
+
+
+class FlatMapIterDataset(IterDataset[Any]):
+    """Every part of `transform.flat_map(element)` for every element of `parent`."""
+
+    def __init__(self, parent: IterDataset[Any], transform: FlatMap) -> None:
+        super().__init__(parent)
+        self._core = fn.flat_map(_flat_map(transform).flat_map, _iter_core(parent, "FlatMap"))
+
+
+def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
+    """The position of `index` in the permutation of `[0, max_index]` that Grain's shuffle uses.
+
+    Examples:
+        >>> sorted(index_shuffle(i, max_index=4, seed=7) for i in range(5))
+        [0, 1, 2, 3, 4]
+    """
+    if rounds != 4:
+        raise ValueError(f"index_shuffle supports Grain's 4 rounds only, got rounds={rounds}.")
+    length = validate.check_integer(max_index, "max_index") + 1
+    return shuffle_index(index, length, seed)
+
+
+def assert_equal_output_after_checkpoint(ds: IterDataset[Any] | MapDataset[Any]) -> None:
+    """Asserts that restoring the state saved before any element gives the same rest.
+
+    Reads up to 1000 elements; each state goes through JSON into a fresh iterator.
+    """
+    if isinstance(ds, MapDataset):
+        ds = ds.to_iter_dataset()
+    core = _iter_core(ds, "assert_equal_output_after_checkpoint")
+    assert_resumable(
+        lambda: core,
+        max_elements=_CHECKPOINT_ELEMENTS,
+        resume_points=_CHECKPOINT_ELEMENTS + 1,
+    )
+
+
+def _iter_core(ds: Any, what: str) -> Any:
+    if not isinstance(ds, IterDataset):
+        raise TypeError(f"{what} takes an IterDataset, got {ds!r} of type {type(ds).__name__}.")
+    return ds.core
+
+
+def _flat_map(transform: Any) -> FlatMap:
+    if not isinstance(transform, FlatMap):
+        raise TypeError(
+            f"A FlatMap transformation (with max_fan_out and flat_map) is expected, got "
+            f"{transform!r}."
+        )
+    return transform

@@ -1,0 +1,90 @@
+"""Grain's DatasetIterator, as a thin wrapper over a core StreamIterator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
+
+from grainfn._src.reading import StateCodec
+from grainfn._src.stream import Stream, StreamIterator
+
+T = TypeVar("T")
+
+
+class DatasetIterator(Iterator[T]):
+    """A checkpointable iterator over an IterDataset: Grain's `DatasetIterator`.
+
+    `get_state()` returns a small JSON-able dict (positions and counters, never
+    data) that names the pipeline; `set_state` refuses one of another pipeline.
+    The core iterator is `.core`; its `.state` is the same position as a
+    record of integers.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> it = iter(grain.MapDataset.range(5).to_iter_dataset())
+        >>> next(it), next(it)
+        (0, 1)
+        >>> saved = it.get_state()
+        >>> next(it)
+        2
+        >>> it.set_state(saved)
+        >>> next(it)
+        2
+    """
+
+    _core: StreamIterator[T]
+    _codec: StateCodec
+
+    def __init__(self, parents: Any = ()) -> None:
+        """Grain's constructor, for subclasses that implement the iterator themselves."""
+        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
+
+    @classmethod
+    def over(cls, stream: Stream[T]) -> DatasetIterator[T]:
+        """An iterator over a core stream, from its start."""
+        it: DatasetIterator[T] = object.__new__(DatasetIterator)
+        it._parents = ()
+        it._core = StreamIterator(stream)
+        it._codec = StateCodec(stream)
+        return it
+
+    @property
+    def core(self) -> StreamIterator[T]:
+        """The core iterator; `.core.state` is the state record."""
+        return self._core
+
+    def __next__(self) -> T:
+        return next(self._core)
+
+    def get_state(self) -> dict[str, Any]:
+        """The position after the last element returned, as a JSON-able dict."""
+        return self._codec.encode(self._core.state)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continues from a state that `get_state` returned for this pipeline.
+
+        Raises:
+            ValueError: if the state belongs to another pipeline or version, or
+                is truncated; the message names what differs.
+        """
+        record = self._codec.decode(state)
+        self._core.close()
+        self._core = StreamIterator(self._core.stream, record)
+
+    def start_prefetch(self) -> None:
+        """Starts the background reads now, for example before restoring a model."""
+        self._core.start_prefetch()
+
+    def close(self) -> None:
+        """Releases threads (and, with workers, processes); `next` then raises ValueError."""
+        self._core.close()
+
+    def __enter__(self) -> DatasetIterator[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        lines = "\n".join("  " + line for line in self._codec.pipeline)
+        return f"DatasetIterator at {self._core.state} of:\n{lines}"

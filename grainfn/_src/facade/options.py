@@ -1,0 +1,62 @@
+"""ReadOptions and MultiprocessingOptions: how a pipeline reads, never what it yields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grainfn._src import validate
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadOptions:
+    """How `to_iter_dataset` reads a MapDataset: threads and read-ahead.
+
+    Up to `num_threads` threads read up to `prefetch_buffer_size` positions
+    ahead, in order, once reading is measured to wait (slow files, network).
+    A pipeline that computes instead of waiting keeps reading in the calling
+    thread, where threads would only slow it down, so the default of 16
+    threads costs cheap pipelines nothing. Elements and states never depend
+    on these options.
+
+    Attributes:
+        num_threads: The most threads reading at once; 0 reads in the calling thread.
+        prefetch_buffer_size: The most positions read ahead of the consumer.
+
+    Examples:
+        >>> ReadOptions(num_threads=0)
+        ReadOptions(num_threads=0, prefetch_buffer_size=500)
+    """
+
+    num_threads: int = 16
+    prefetch_buffer_size: int = 500
+
+    def __post_init__(self) -> None:
+        validate.check_nonnegative_int(self.num_threads, "ReadOptions.num_threads")
+        validate.check_nonnegative_int(
+            self.prefetch_buffer_size, "ReadOptions.prefetch_buffer_size"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiprocessingOptions:
+    """How `mp_prefetch` and `DataLoader` spread the per-position work over processes.
+
+    Attributes:
+        num_workers: Worker processes; 0 runs everything in this process.
+        per_worker_buffer_size: Blocks each worker computes ahead of the consumer.
+        enable_profiling: Accepted for Grain compatibility; grainfn has no profiler.
+
+    Examples:
+        >>> MultiprocessingOptions(num_workers=2).per_worker_buffer_size
+        1
+    """
+
+    num_workers: int = 0
+    per_worker_buffer_size: int = 1
+    enable_profiling: bool = False
+
+    def __post_init__(self) -> None:
+        validate.check_nonnegative_int(self.num_workers, "MultiprocessingOptions.num_workers")
+        validate.check_positive_int(
+            self.per_worker_buffer_size, "MultiprocessingOptions.per_worker_buffer_size"
+        )

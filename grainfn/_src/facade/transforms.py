@@ -1,0 +1,180 @@
+"""Grain's transformation classes, and how each becomes a plain function for the core.
+
+A transformation is an object with one method (`map`, `random_map`, `filter`,
+`flat_map`, `map_with_index`) or a `Batch` record. The core takes plain
+functions, so each class is turned into its bound method; a plain callable is
+taken as it is.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+
+class Map(abc.ABC):
+    """A one-to-one transformation: subclass it and define `map(element)`."""
+
+    @abc.abstractmethod
+    def map(self, element: Any) -> Any:
+        """Returns the transformed element."""
+
+
+class RandomMap(abc.ABC):
+    """A random one-to-one transformation: define `random_map(element, rng)`.
+
+    `rng` is a `np.random.Generator` that depends only on the pipeline's seed
+    and the element's position: use it, and nothing else, for randomness.
+    """
+
+    @abc.abstractmethod
+    def random_map(self, element: Any, rng: np.random.Generator) -> Any:
+        """Returns the transformed element, drawing randomness from `rng` only."""
+
+
+class MapWithIndex(abc.ABC):
+    """A one-to-one transformation that also sees the position: define `map_with_index`."""
+
+    @abc.abstractmethod
+    def map_with_index(self, index: int, element: Any) -> Any:
+        """Returns the transformed element at `index`."""
+
+
+class Filter(abc.ABC):
+    """Keeps the elements for which `filter(element)` is true."""
+
+    @abc.abstractmethod
+    def filter(self, element: Any) -> bool:
+        """Returns whether to keep `element`."""
+
+
+class FlatMap(abc.ABC):
+    """Splits an element into at most `max_fan_out` elements: define `flat_map(element)`.
+
+    Attributes:
+        max_fan_out: The most parts one element may give. A MapDataset reserves
+            this many positions per element, so keep it close to the real maximum.
+    """
+
+    max_fan_out: int
+
+    @abc.abstractmethod
+    def flat_map(self, element: Any) -> Sequence[Any]:
+        """Returns the parts of `element`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Batches `batch_size` consecutive elements (see `MapDataset.batch`)."""
+
+    batch_size: int
+    drop_remainder: bool = False
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+
+class DatasetSelectionMap(abc.ABC):
+    """Maps each position of a selection to `(dataset index, index in that dataset)`."""
+
+    @abc.abstractmethod
+    def __len__(self) -> int:
+        """The number of positions of the selected dataset."""
+
+    @abc.abstractmethod
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        """Returns `(dataset index, index within that dataset)` for position `index`."""
+
+
+Transformation = Union[Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap]  # noqa: UP007
+Transformations = Sequence[Transformation]
+
+_METHODS: dict[str, tuple[type[Any], str]] = {
+    "map": (Map, "map"),
+    "random_map": (RandomMap, "random_map"),
+    "map_with_index": (MapWithIndex, "map_with_index"),
+    "filter": (Filter, "filter"),
+}
+
+
+def as_function(transform: Any, method: str) -> Callable[..., Any]:
+    """The function the dataset method `method` applies for `transform`.
+
+    A transformation object of the matching class gives its bound method; a
+    plain callable is used as it is. A transformation of another kind is
+    refused with the method that takes it.
+
+    Examples:
+        >>> class Double(Map):
+        ...     def map(self, x):
+        ...         return 2 * x
+        >>> as_function(Double(), "map")(4)
+        8
+        >>> as_function(Double(), "filter")
+        Traceback (most recent call last):
+        ...
+        TypeError: filter got a Map transformation (Double); pass it to .map(...) instead.
+    """
+    kind, name = _METHODS[method]
+    if isinstance(transform, kind):
+        return getattr(transform, name)
+    for other, (other_kind, _) in _METHODS.items():
+        if isinstance(transform, other_kind):
+            return _wrong_kind(method, other_kind.__name__, transform, f".{other}(...)")
+    if isinstance(transform, FlatMap):
+        return _wrong_kind(method, "FlatMap", transform, ".apply(...)")
+    if isinstance(transform, Batch):
+        return _wrong_kind(method, "Batch", transform, ".batch(...) or .apply(...)")
+    if not callable(transform):
+        raise TypeError(
+            f"{method} takes a {kind.__name__} transformation or a callable, got {transform!r}."
+        )
+    return transform
+
+
+def _wrong_kind(method: str, kind: str, transform: Any, use: str) -> Any:
+    raise TypeError(
+        f"{method} got a {kind} transformation ({type(transform).__qualname__}); "
+        f"pass it to {use} instead."
+    )
+
+
+def apply_transformations(ds: Any, transformations: Any) -> Any:
+    """Applies one transformation object, or a sequence of them, with the dataset's methods.
+
+    Works on a MapDataset or an IterDataset alike.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> class AddOne(Map):
+        ...     def map(self, x):
+        ...         return x + 1
+        >>> ds = apply_transformations(grain.MapDataset.range(4), [AddOne(), Batch(2)])
+        >>> [b.tolist() for b in ds]
+        [[1, 2], [3, 4]]
+    """
+    steps = transformations if isinstance(transformations, Sequence) else (transformations,)
+    for step in steps:
+        if isinstance(step, Batch):
+            ds = ds.batch(
+                step.batch_size, drop_remainder=step.drop_remainder, batch_fn=step.batch_fn
+            )
+        elif isinstance(step, Map):
+            ds = ds.map(step)
+        elif isinstance(step, RandomMap):
+            ds = ds.random_map(step)
+        elif isinstance(step, MapWithIndex):
+            ds = ds.map_with_index(step)
+        elif isinstance(step, FlatMap):
+            ds = ds.flat_map(step)
+        elif isinstance(step, Filter):
+            ds = ds.filter(step)
+        else:
+            raise TypeError(
+                f"apply takes Map, RandomMap, MapWithIndex, FlatMap, Filter or Batch "
+                f"transformations, got {step!r} of type {type(step).__name__}. Wrap a plain "
+                "function with .map(fn) instead."
+            )
+    return ds

@@ -1,0 +1,37 @@
+"""Grain's transformation classes: subclass one and pass it to a dataset method or `apply`.
+
+Examples:
+    >>> import dataclasses
+    >>> import grainfn as grain
+    >>> @dataclasses.dataclass
+    ... class Scale(grain.transforms.Map):
+    ...     factor: int
+    ...     def map(self, x):
+    ...         return x * self.factor
+    >>> list(grain.MapDataset.range(3).map(Scale(10)))
+    [0, 10, 20]
+"""
+
+from grainfn._src.facade.transforms import (
+    Batch,
+    DatasetSelectionMap,
+    Filter,
+    FlatMap,
+    Map,
+    MapWithIndex,
+    RandomMap,
+    Transformation,
+    Transformations,
+)
+
+__all__ = [
+    "Batch",
+    "DatasetSelectionMap",
+    "Filter",
+    "FlatMap",
+    "Map",
+    "MapWithIndex",
+    "RandomMap",
+    "Transformation",
+    "Transformations",
+]
