@@ -5,6 +5,7 @@ from grainfn._src.facade.experimental import (
     FlatMapMapDataset,
     LimitIterDataset,
     RepeatIterDataset,
+    WindowShuffleMapDataset,
     assert_equal_output_after_checkpoint,
     index_shuffle,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "LimitIterDataset",
     "MapWithIndexTransform",
     "RepeatIterDataset",
+    "WindowShuffleMapDataset",
     "apply_transformations",
     "assert_equal_output_after_checkpoint",
     "index_shuffle",

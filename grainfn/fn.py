@@ -35,6 +35,7 @@ from grainfn._src.combinators import (
     shuffle,
     slice,
     source,
+    window_shuffle,
 )
 from grainfn._src.dataset import Dataset
 from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
@@ -80,4 +81,5 @@ __all__ = [
     "source",
     "state_from_dict",
     "state_to_dict",
+    "window_shuffle",
 ]

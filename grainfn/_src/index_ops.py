@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.dataset import INFINITE, Dataset, OneParent, set_length
-from grainfn._src.index import mixing, shuffle, slicing
+from grainfn._src.index import mixing, shuffle, slicing, windows
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -59,6 +59,30 @@ class ShuffledDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"shuffle(seed={self.seed})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class WindowShuffledDataset(OneParent):
+    """A new permutation inside each window of `window_size` positions of every epoch."""
+
+    window_size: int
+    seed: int
+
+    def __post_init__(self) -> None:
+        set_length(self, self.parent.length)
+
+    def _get(self, index: int) -> Any:
+        return self._get_many(np.array([index], dtype=np.int64))[0]
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        slicing.check_addressable(int(indices.max()), self.length, self.length)
+        parent_indices = windows.window_shuffle_indices(
+            indices, self.length, self.window_size, self.seed
+        )
+        return self.parent._get_many(parent_indices)
+
+    def describe_stage(self) -> str:
+        return f"window_shuffle({self.window_size}, seed={self.seed})"
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -74,6 +74,21 @@ class FlatMapIterDataset(IterDataset[Any]):
         self._core = fn.flat_map(_flat_map(transform).flat_map, _iter_core(parent, "FlatMap"))
 
 
+class WindowShuffleMapDataset(MapDataset[T]):
+    """A new permutation inside each window of `window_size` positions (`fn.window_shuffle`).
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = WindowShuffleMapDataset(grain.MapDataset.range(6), window_size=3, seed=0)
+        >>> sorted(ds[:3]), sorted(ds[3:])
+        ([0, 1, 2], [3, 4, 5])
+    """
+
+    def __init__(self, parent: MapDataset[T], *, window_size: int, seed: int) -> None:
+        super().__init__(parent)
+        self._core = fn.window_shuffle(window_size, _map_core(parent), seed=seed)
+
+
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
     """The position of `index` in the permutation of `[0, max_index]` that Grain's shuffle uses.
 
@@ -105,6 +120,12 @@ def assert_equal_output_after_checkpoint(ds: IterDataset[Any] | MapDataset[Any])
 def _iter_core(ds: Any, what: str) -> Any:
     if not isinstance(ds, IterDataset):
         raise TypeError(f"{what} takes an IterDataset, got {ds!r} of type {type(ds).__name__}.")
+    return ds.core
+
+
+def _map_core(ds: Any) -> Any:
+    if not isinstance(ds, MapDataset):
+        raise TypeError(f"A MapDataset is expected, got {ds!r} of type {type(ds).__name__}.")
     return ds.core
 
 

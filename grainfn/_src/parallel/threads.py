@@ -62,6 +62,10 @@ class BlockSizer:
 class BlockReader:
     """Reads the positions `[position, length)` of a dataset block by block, in order.
 
+    If reading a position fails, the positions before it come first; then the
+    error is raised, and the next read tries that position again (so a
+    transient failure, such as a network error, can be retried).
+
     Args:
         dataset: The dataset to read.
         position: The first position to read.
@@ -78,8 +82,9 @@ class BlockReader:
         self.buffer = max(1, buffer)
         self.sizer = BlockSizer()
         self.waiting_blocks = 0
+        self.error: Exception | None = None  # raised by the next read
         self.pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.pending: collections.deque[tuple[int, concurrent.futures.Future[Any]]] = (
+        self.pending: collections.deque[tuple[int, int, concurrent.futures.Future[Any]]] = (
             collections.deque()
         )
         self.ahead = 0  # positions handed to threads and not yet returned
@@ -93,6 +98,9 @@ class BlockReader:
 
     def read(self) -> tuple[int, list[Any]]:
         """Returns `(first position, elements)` of the next block; StopIteration at the end."""
+        if self.error is not None:
+            failure, self.error = self.error, None
+            raise failure
         if self.pool is not None:
             return self._collect()
         first = self.position
@@ -100,10 +108,12 @@ class BlockReader:
             raise StopIteration
         stop = min(self.length, first + self.sizer.start())
         cpu = time.thread_time()
-        block = self.dataset._get_many(np.arange(first, stop, dtype=np.int64))
+        block, error = read_block(self.dataset, first, stop)
         cpu = time.thread_time() - cpu
         wall = self.sizer.done()
-        self.position = stop
+        self.position = first + len(block)
+        if error is not None:
+            return self._fail(first, block, error)
         if self.threads and wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall:
             self.waiting_blocks += 1
             if self.waiting_blocks >= _WAITING_BLOCKS:
@@ -128,7 +138,7 @@ class BlockReader:
         if self._finalizer is not None:
             self._finalizer()
         self.pool = None
-        self.pending.clear()
+        self._drop_pending()
 
     def _submit(self) -> None:
         assert self.pool is not None
@@ -136,26 +146,59 @@ class BlockReader:
             first = self.position
             stop = min(self.length, first + self.task_size)
             future = self.pool.submit(_read_timed, self.dataset, first, stop)
-            self.pending.append((first, future))
+            self.pending.append((first, stop, future))
             self.ahead += stop - first
             self.position = stop
 
     def _collect(self) -> tuple[int, list[Any]]:
-        if not self.pending:
-            raise StopIteration
-        first, future = self.pending.popleft()
-        block, seconds = future.result()
-        self.ahead -= len(block)
-        if block:
-            self.task_size = _task_size(seconds / len(block))
         self._submit()
+        if not self.pending:
+            self.close()  # everything is read: the threads have nothing left to do
+            raise StopIteration
+        first, stop, future = self.pending.popleft()
+        block, error, seconds = future.result()
+        self.ahead -= stop - first
+        if error is not None:
+            self._drop_pending()
+            self.position = first + len(block)
+            return self._fail(first, block, error)
+        self.task_size = _task_size(seconds / len(block))
+        self._submit()  # keep the threads busy while the consumer works on this block
         return first, block
 
+    def _fail(self, first: int, block: list[Any], error: Exception) -> tuple[int, list[Any]]:
+        if not block:
+            raise error
+        self.error = error  # the elements before the failure come first
+        return first, block
 
-def _read_timed(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any], float]:
+    def _drop_pending(self) -> None:
+        for _, _, future in self.pending:
+            future.cancel()
+        self.pending.clear()
+        self.ahead = 0
+
+
+def read_block(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any], Exception | None]:
+    """The elements at `[first, stop)`, or those before the first that fails and its error."""
+    try:
+        return dataset._get_many(np.arange(first, stop, dtype=np.int64)), None
+    except Exception:
+        block = []
+        for position in range(first, stop):
+            try:
+                block.append(dataset._get(position))
+            except Exception as error:
+                return block, error
+        return block, None  # the failure did not happen again
+
+
+def _read_timed(
+    dataset: Dataset[Any], first: int, stop: int
+) -> tuple[list[Any], Exception | None, float]:
     started = time.perf_counter()
-    block = dataset._get_many(np.arange(first, stop, dtype=np.int64))
-    return block, time.perf_counter() - started
+    block, error = read_block(dataset, first, stop)
+    return block, error, time.perf_counter() - started
 
 
 def _task_size(seconds_per_element: float) -> int:

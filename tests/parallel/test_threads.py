@@ -1,0 +1,145 @@
+"""Threaded reads: same elements and exact states; threads only when reading waits; no leaks."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from grainfn import fn
+from grainfn._src.parallel.threads import BlockReader
+
+
+class SleepySource:
+    """A source whose reads wait, like a remote file; it can fail at one index."""
+
+    def __init__(self, length: int, seconds: float = 0.0005, fail_at: int | None = None) -> None:
+        self.length, self.seconds, self.fail_at = length, seconds, fail_at
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> int:
+        time.sleep(self.seconds)
+        if index == self.fail_at:
+            raise KeyError(f"record {index} is corrupt")
+        return index * 3
+
+
+def reader_threads() -> int:
+    return sum(t.name.startswith("grainfn-read") for t in threading.enumerate())
+
+
+def wait_for_no_reader_threads() -> None:
+    for _ in range(200):
+        if reader_threads() == 0:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{reader_threads()} reader threads are still alive")
+
+
+def stream_of(source: Any, threads: int, buffer: int = 64) -> Any:
+    return fn.filter(
+        lambda x: x % 2 == 0, fn.from_dataset(fn.source(source), threads=threads, buffer=buffer)
+    )
+
+
+def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> None:
+    plain = list(fn.iterate(stream_of(SleepySource(300), threads=0)))
+    it = fn.iterate(stream_of(SleepySource(300), threads=8))
+    got, states = [], []
+    for element in it:
+        got.append(element)
+        states.append(it.state)
+        if len(got) == 50:
+            assert it._cursor.parent.reader.threaded  # type: ignore[attr-defined]
+    assert got == plain
+    wait_for_no_reader_threads()  # threads end once everything is read
+    for k in (0, 7, 51, len(plain) - 1):
+        rest = list(fn.iterate(stream_of(SleepySource(300), threads=0), states[k]))
+        assert rest == plain[k + 1 :]
+
+
+def test_cheap_reads_stay_in_the_calling_thread() -> None:
+    it = fn.iterate(fn.from_dataset(fn.map(lambda x: x + 1, fn.range(20_000)), threads=16))
+    assert sum(it) == sum(range(1, 20_001))
+    assert not it._cursor.reader.threaded  # type: ignore[attr-defined]
+
+
+def test_an_error_in_a_thread_surfaces_at_its_position() -> None:
+    it = fn.iterate(fn.from_dataset(fn.source(SleepySource(200, fail_at=120)), threads=4))
+    got = list(itertools.islice(it, 120))
+    assert got == [3 * i for i in range(120)]
+    with pytest.raises(KeyError, match="record 120 is corrupt"):
+        next(it)
+    assert it.state == fn.DatasetPosition(120)
+    with pytest.raises(KeyError, match="record 120 is corrupt"):
+        next(it)  # the failed position is tried again, nothing after it is skipped
+    it.close()
+    wait_for_no_reader_threads()
+
+
+class FlakySource(SleepySource):
+    """Fails the first two reads of one index, like a network error."""
+
+    def __init__(self, length: int, flaky_at: int) -> None:
+        super().__init__(length)
+        self.flaky_at, self.failures = flaky_at, 0
+
+    def __getitem__(self, index: int) -> int:
+        if index == self.flaky_at and self.failures < 2:
+            self.failures += 1
+            raise ConnectionError(f"record {index} timed out")
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize("threads", [0, 4])
+def test_a_transient_error_can_be_retried_without_losing_elements(threads: int) -> None:
+    it = fn.iterate(fn.from_dataset(fn.source(FlakySource(150, flaky_at=77)), threads=threads))
+    got = list(itertools.islice(it, 77))
+    with pytest.raises(ConnectionError, match="record 77 timed out"):
+        next(it)
+    got += list(it)
+    assert got == [3 * i for i in range(150)]
+
+
+def test_start_prefetch_starts_threads_and_close_or_gc_stops_them() -> None:
+    it = fn.iterate(fn.from_dataset(fn.source(SleepySource(10_000)), threads=3, buffer=30))
+    it.start_prefetch()
+    assert reader_threads() > 0
+    assert next(it) == 0
+    it.close()
+    wait_for_no_reader_threads()
+    it = fn.iterate(fn.from_dataset(fn.source(SleepySource(10_000)), threads=3, buffer=30))
+    it.start_prefetch()
+    next(it)
+    del it
+    gc.collect()
+    wait_for_no_reader_threads()
+
+
+def test_reads_ahead_stay_within_the_buffer() -> None:
+    reader = BlockReader(fn.source(SleepySource(1000)), 0, threads=4, buffer=20)
+    reader.start_threads(seconds_per_element=0.0005)
+    reader.read()
+    assert reader.ahead <= 20 + reader.task_size
+    reader.close()
+    wait_for_no_reader_threads()
+
+
+def test_repeat_closes_the_cursor_of_each_finished_epoch() -> None:
+    stream = fn.repeat(3, fn.from_dataset(fn.source(SleepySource(40)), threads=2, buffer=8))
+    assert list(fn.iterate(stream)) == [3 * i for i in range(40)] * 3
+    gc.collect()
+    wait_for_no_reader_threads()
+
+
+def test_bad_thread_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="threads must be an integer >= 0, got -1"):
+        fn.from_dataset(fn.range(3), threads=-1)
+    with pytest.raises(ValueError, match="buffer must be a positive integer, got 0"):
+        fn.from_dataset(fn.range(3), buffer=0)
