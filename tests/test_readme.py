@@ -22,6 +22,12 @@ def test_readme_python_blocks_run_and_resume_exactly() -> None:
     assert len(resumed) == len(rest) > 0
     for a, b in zip(rest, resumed):
         np.testing.assert_array_equal(a, b)
+    again = iter(namespace["ds"])
+    again.set_state(namespace["state"])
+    facade_rest = list(namespace["iterator"])
+    assert len(facade_rest) > 0
+    for a, b in zip(facade_rest, again, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_readme_opens_with_the_two_quickstart_commands() -> None:
