@@ -13,7 +13,9 @@ only when asked. `step` itself is `open`, one `next`, and `state`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import itertools
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from grainfn._src import state as records
@@ -179,42 +181,67 @@ class FromDatasetStream(Stream[T]):
         return f"from_dataset({nones.lstrip(', ')})"
 
 
+_NONES = itertools.repeat(None)
+
+
 class _DatasetCursor(BaseCursor):
+    """Reads blocks from a BlockReader and hands out their elements one by one.
+
+    The elements of a block to hand out (`kept`: the block without its Nones
+    unless they are allowed) are read through a list iterator, the cheapest
+    per-element path Python has. Where that leaves the position is worked out
+    only when the state is asked for.
+    """
+
     def __init__(self, reader: BlockReader, allow_nones: bool) -> None:
         self.reader = reader
         self.allow_nones = allow_nones
-        self.buffer: list[Any] = []
-        self.start = reader.position  # position of buffer[0]
-        self.offset = 0  # buffer[offset] is the next element
+        self.start = reader.position  # position of block[0]
+        self.block: list[Any] = []
+        self.kept: list[Any] = []
+        self.iterator: Iterator[Any] = iter(self.kept)
 
     def _refill(self) -> None:
-        self.start, self.buffer = self.reader.read()
-        self.offset = 0
+        self.start, self.block = self.reader.read()
+        if self.allow_nones or not any(map(operator.is_, self.block, _NONES)):
+            self.kept = self.block
+        else:
+            self.kept = [e for e in self.block if e is not None]
+        self.iterator = iter(self.kept)
 
     def next(self) -> Any:
+        try:
+            return next(self.iterator)
+        except StopIteration:
+            pass
         while True:
-            if self.offset >= len(self.buffer):
-                self._refill()
-            element = self.buffer[self.offset]
-            self.offset += 1
-            if element is not None or self.allow_nones:
+            self._refill()  # raises StopIteration at the end
+            for element in self.iterator:
                 return element
 
     def next_many(self, count: int) -> list[Any]:
         out: list[Any] = []
         while len(out) < count:
-            if self.offset >= len(self.buffer):
+            out.extend(itertools.islice(self.iterator, count - len(out)))
+            if len(out) < count:
                 try:
                     self._refill()
                 except StopIteration:
                     break
-            take = self.buffer[self.offset : self.offset + count - len(out)]
-            self.offset += len(take)
-            out.extend(take if self.allow_nones else [e for e in take if e is not None])
         return out
 
     def state(self) -> records.DatasetPosition:
-        return records.DatasetPosition(self.start + self.offset)
+        handed_out = len(self.kept) - operator.length_hint(self.iterator)
+        if self.kept is self.block or handed_out == 0:
+            return records.DatasetPosition(self.start + handed_out)
+        # Past the last element handed out, not past the Nones that follow it.
+        last = handed_out - 1
+        for offset, element in enumerate(self.block):
+            if element is not None:
+                if last == 0:
+                    return records.DatasetPosition(self.start + offset + 1)
+                last -= 1
+        raise AssertionError("unreachable: kept holds the block's elements")
 
     def start_prefetch(self) -> None:
         self.reader.start_threads()
@@ -236,12 +263,14 @@ class StreamIterator(Iterator[T]):
             stream.check_state(state)
         self.stream = stream
         self._cursor = stream.open(state)
+        self.next_element: Callable[[], T] = self._cursor.next
+        """Returns the next element: `next(it)` without the iterator protocol's call."""
 
     def __iter__(self) -> StreamIterator[T]:
         return self
 
     def __next__(self) -> T:
-        return self._cursor.next()
+        return self.next_element()
 
     def start_prefetch(self) -> None:
         """Starts the background reads now, where the pipeline reads with threads."""
@@ -251,6 +280,7 @@ class StreamIterator(Iterator[T]):
         """Stops background reads. The state stays readable; reading on raises ValueError."""
         self._cursor.close()
         self._cursor = _ClosedCursor(self._cursor.state())
+        self.next_element = self._cursor.next
 
     @property
     def state(self) -> Any:

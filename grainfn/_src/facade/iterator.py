@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.reading import StateCodec
@@ -34,6 +34,7 @@ class DatasetIterator(Iterator[T]):
 
     _core: StreamIterator[T]
     _codec: StateCodec
+    _next: Callable[[], T]
 
     def __init__(self, parents: Any = ()) -> None:
         """Grain's constructor, for subclasses that implement the iterator themselves."""
@@ -44,9 +45,13 @@ class DatasetIterator(Iterator[T]):
         """An iterator over a core stream, from its start."""
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
-        it._core = StreamIterator(stream)
         it._codec = StateCodec(stream)
+        it._attach(StreamIterator(stream))
         return it
+
+    def _attach(self, core: StreamIterator[T]) -> None:
+        self._core = core
+        self._next = core.next_element
 
     @property
     def core(self) -> StreamIterator[T]:
@@ -54,7 +59,7 @@ class DatasetIterator(Iterator[T]):
         return self._core
 
     def __next__(self) -> T:
-        return next(self._core)
+        return self._next()
 
     def get_state(self) -> dict[str, Any]:
         """The position after the last element returned, as a JSON-able dict."""
@@ -69,7 +74,7 @@ class DatasetIterator(Iterator[T]):
         """
         record = self._codec.decode(state)
         self._core.close()
-        self._core = StreamIterator(self._core.stream, record)
+        self._attach(StreamIterator(self._core.stream, record))
 
     def start_prefetch(self) -> None:
         """Starts the background reads now, for example before restoring a model."""
@@ -78,6 +83,7 @@ class DatasetIterator(Iterator[T]):
     def close(self) -> None:
         """Releases threads (and, with workers, processes); `next` then raises ValueError."""
         self._core.close()
+        self._next = self._core.next_element
 
     def __enter__(self) -> DatasetIterator[T]:
         return self
