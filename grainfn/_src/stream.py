@@ -181,16 +181,12 @@ class FromDatasetStream(Stream[T]):
         return f"from_dataset({nones.lstrip(', ')})"
 
 
-_NONES = itertools.repeat(None)
-
-
 class _DatasetCursor(BaseCursor):
     """Reads blocks from a BlockReader and hands out their elements one by one.
 
-    The elements of a block to hand out (`kept`: the block without its Nones
-    unless they are allowed) are read through a list iterator, the cheapest
-    per-element path Python has. Where that leaves the position is worked out
-    only when the state is asked for.
+    A block is read through a list iterator, the cheapest per-element path
+    Python has; the position is worked out from what is left in it only when
+    the state is asked for.
     """
 
     def __init__(self, reader: BlockReader, allow_nones: bool) -> None:
@@ -198,32 +194,26 @@ class _DatasetCursor(BaseCursor):
         self.allow_nones = allow_nones
         self.start = reader.position  # position of block[0]
         self.block: list[Any] = []
-        self.kept: list[Any] = []
-        self.iterator: Iterator[Any] = iter(self.kept)
+        self.iterator: Iterator[Any] = iter(self.block)
 
     def _refill(self) -> None:
         self.start, self.block = self.reader.read()
-        if self.allow_nones or not any(map(operator.is_, self.block, _NONES)):
-            self.kept = self.block
-        else:
-            self.kept = [e for e in self.block if e is not None]
-        self.iterator = iter(self.kept)
+        self.iterator = iter(self.block)
 
     def next(self) -> Any:
-        try:
-            return next(self.iterator)
-        except StopIteration:
-            pass
         while True:
-            self._refill()  # raises StopIteration at the end
             for element in self.iterator:
-                return element
+                if element is not None or self.allow_nones:
+                    return element
+            self._refill()  # raises StopIteration at the end
 
     def next_many(self, count: int) -> list[Any]:
         out: list[Any] = []
         while len(out) < count:
-            out.extend(itertools.islice(self.iterator, count - len(out)))
-            if len(out) < count:
+            need = count - len(out)
+            taken = list(itertools.islice(self.iterator, need))
+            out.extend(taken if self.allow_nones else [e for e in taken if e is not None])
+            if len(taken) < need:  # this block is used up
                 try:
                     self._refill()
                 except StopIteration:
@@ -231,17 +221,8 @@ class _DatasetCursor(BaseCursor):
         return out
 
     def state(self) -> records.DatasetPosition:
-        handed_out = len(self.kept) - operator.length_hint(self.iterator)
-        if self.kept is self.block or handed_out == 0:
-            return records.DatasetPosition(self.start + handed_out)
-        # Past the last element handed out, not past the Nones that follow it.
-        last = handed_out - 1
-        for offset, element in enumerate(self.block):
-            if element is not None:
-                if last == 0:
-                    return records.DatasetPosition(self.start + offset + 1)
-                last -= 1
-        raise AssertionError("unreachable: kept holds the block's elements")
+        read = len(self.block) - operator.length_hint(self.iterator)
+        return records.DatasetPosition(self.start + read)
 
     def start_prefetch(self) -> None:
         self.reader.start_threads()
