@@ -18,6 +18,7 @@ from grainfn._src.dataset import INFINITE, Dataset
 from grainfn._src.flat_map import FlatMappedDataset, FlatMappedStream
 from grainfn._src.index import slicing
 from grainfn._src.index.seeds import derive_seed
+from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.sources import RangeDataset, SourceDataset, check_source
 from grainfn._src.stream import FromDatasetStream, Stream
 
@@ -265,6 +266,35 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
     if ds.length >= INFINITE:
         raise ValueError(f"Cannot repeat an infinite dataset:\n{ds!r}")
     return index_ops.RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))
+
+
+@toolz.curry
+def mp_prefetch(
+    num_workers: int,
+    data: Stream[T] | Dataset[T],
+    *,
+    buffer_per_worker: int = 1,
+    worker_init_fn: Callable[[int, int], Any] | None = None,
+) -> Stream[T]:
+    """The stream with its dataset reads done ahead by `num_workers` worker processes.
+
+    Everything map-level (the datasets under each `from_dataset`) runs in the
+    workers; the stream stages above run here, on blocks that come back in
+    position order. Elements and states are those of the stream itself, for
+    any number of workers (0 runs everything here).
+
+    Examples:
+        >>> stream = mp_prefetch(0, from_dataset(range(4)))
+        >>> from grainfn._src.reading import iterate
+        >>> list(iterate(stream))
+        [0, 1, 2, 3]
+    """
+    num_workers = validate.check_nonnegative_int(num_workers, "num_workers")
+    buffer_per_worker = validate.check_positive_int(buffer_per_worker, "buffer_per_worker")
+    if worker_init_fn is not None:
+        validate.check_callable(worker_init_fn, "worker_init_fn")
+    stream = FromDatasetStream(data) if isinstance(data, Dataset) else _stream(data, "mp_prefetch")
+    return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn)
 
 
 @toolz.curry

@@ -123,8 +123,11 @@ def function_name(fn: Any) -> str:
 def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
     """The pipeline above `node` (a dataset or stream), one indented line per stage.
 
-    Dataset stages also show their length.
+    Dataset stages also show their length. A stage marked `transparent` (one
+    that changes how a pipeline runs, not what it yields) adds no line.
     """
+    if getattr(node, "transparent", False):
+        return [line for parent in node.parents for line in pipeline_lines(parent, depth)]
     line = "  " * depth + node.describe_stage()
     if isinstance(node, Dataset):
         line += f"  [length {'inf' if node.length >= INFINITE else node.length}]"

@@ -165,7 +165,7 @@ class FromDatasetStream(Stream[T]):
 
     def open(self, state: Any) -> Cursor:
         reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
-        return _DatasetCursor(reader, self.allow_nones)
+        return DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, records.DatasetPosition, self.describe_stage(), path)
@@ -181,8 +181,8 @@ class FromDatasetStream(Stream[T]):
         return f"from_dataset({nones.lstrip(', ')})"
 
 
-class _DatasetCursor(BaseCursor):
-    """Reads blocks from a BlockReader and hands out their elements one by one.
+class DatasetCursor(BaseCursor):
+    """Reads blocks from a BlockReader and hands out their elements one by one (`None`s skipped).
 
     A block is read through a list iterator, the cheapest per-element path
     Python has; the position is worked out from what is left in it only when
@@ -225,7 +225,7 @@ class _DatasetCursor(BaseCursor):
         return records.DatasetPosition(self.start + read)
 
     def start_prefetch(self) -> None:
-        self.reader.start_threads()
+        self.reader.start()
 
     def close(self) -> None:
         self.reader.close()

@@ -124,7 +124,7 @@ def test_start_prefetch_starts_threads_and_close_or_gc_stops_them() -> None:
 
 def test_reads_ahead_stay_within_the_buffer() -> None:
     reader = BlockReader(fn.source(SleepySource(1000)), 0, threads=4, buffer=20)
-    reader.start_threads(seconds_per_element=0.0005)
+    reader.start(seconds_per_element=0.0005)
     reader.read()
     assert reader.ahead <= 20 + reader.task_size
     reader.close()

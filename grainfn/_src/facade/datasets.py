@@ -16,7 +16,7 @@ from grainfn._src import combinators as fn
 from grainfn._src import validate
 from grainfn._src.dataset import INFINITE, Dataset
 from grainfn._src.facade.iterator import DatasetIterator
-from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
+from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import FlatMap, apply_transformations, as_function
 from grainfn._src.sources import ObjectDataset
 from grainfn._src.stream import FromDatasetStream, Stream
@@ -324,18 +324,24 @@ class IterDataset(Generic[T]):
         options: MultiprocessingOptions | None = None,
         worker_init_fn: Callable[[int, int], None] | None = None,
     ) -> IterDataset[T]:
-        """Computes the per-position work ahead of the consumer; output never depends on it.
+        """Computes the map-level work in worker processes, ahead of the consumer.
 
-        In this release the work runs in this process: the elements and the
-        states are the ones worker processes will give, so checkpoints carry
-        over when they arrive.
+        The elements and the states never depend on `options.num_workers`: a
+        state saved with N workers restores with M. Without options, one worker
+        per available CPU core, at most 10 (Grain's default is 10).
         """
-        if options is not None and not isinstance(options, MultiprocessingOptions):
+        if options is None:
+            options = MultiprocessingOptions(num_workers=min(10, available_cores()))
+        if not isinstance(options, MultiprocessingOptions):
             raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
-        if worker_init_fn is not None:
-            validate.check_callable(worker_init_fn, "worker_init_fn")
-        self.core  # noqa: B018  (refuses a dataset grainfn cannot compose)
-        return self
+        return _wrap_iter(
+            fn.mp_prefetch(
+                options.num_workers,
+                self.core,
+                buffer_per_worker=options.per_worker_buffer_size,
+                worker_init_fn=worker_init_fn,
+            )
+        )
 
     def prefetch(self, multiprocessing_options: MultiprocessingOptions) -> IterDataset[T]:
         """Deprecated alias of `mp_prefetch`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from grainfn._src import validate
 
@@ -60,3 +61,11 @@ class MultiprocessingOptions:
         validate.check_positive_int(
             self.per_worker_buffer_size, "MultiprocessingOptions.per_worker_buffer_size"
         )
+
+
+def available_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -1,14 +1,17 @@
-"""Reading a dataset's positions in order, in background threads when reading waits.
+"""Reading a dataset's positions in order, block by block, in the calling thread or ahead of it.
+
+A `BlockReader` hands out consecutive blocks of positions. It reads them in
+the calling thread, or hands them ahead of time to an executor: a thread pool
+(`ReadOptions`) or worker processes (`mp_prefetch`). Either way blocks come back
+in position order, so the output and the state never depend on how they were
+read, only the speed does.
 
 Threads only help when reading a position waits (on a file, a network, a
 sleep) instead of computing: Python code holds the GIL, and then threads make
-a pipeline slower, not faster. So the reader starts in the calling thread and
-measures each block: when the thread's CPU time is under half the wall time
-for two blocks in a row, reading waits, and it hands the positions ahead to a
-pool of threads. Cheap pipelines never pay for threads.
-
-Either way blocks come back in position order, so the output and the state
-never depend on the number of threads, only the speed does.
+a pipeline slower, not faster. So a reader allowed threads starts in the
+calling thread and measures each block: when the thread's CPU time is under
+half the wall time for two blocks in a row, reading waits, and it hands the
+positions ahead to a pool of threads. Cheap pipelines never pay for threads.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import collections
 import concurrent.futures
 import time
 import weakref
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,8 +29,37 @@ from grainfn._src.dataset import Dataset
 _WAITING_SHARE = 0.5  # CPU time below this share of wall time means reading waits
 _WAITING_BLOCKS = 2  # consecutive waiting blocks before threads start
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
-_TASK_SECONDS = 0.002  # a thread's task reads about this long
 _MAX_TASK = 1024
+
+Result = tuple[list[Any], Exception | None, float]
+"""What an executor's task gives: the elements, the error that stopped it, and its seconds."""
+
+
+class Task(Protocol):
+    """A block being read ahead."""
+
+    def result(self) -> Result:
+        """Waits for the block and returns it."""
+        ...
+
+    def cancel(self) -> bool:
+        """Drops the block if it has not started."""
+        ...
+
+
+class Executor(Protocol):
+    """Reads blocks of positions ahead of the consumer."""
+
+    task_seconds: float  # how long one task should take
+    max_tasks: int  # the most tasks in flight
+
+    def submit(self, first: int, stop: int) -> Task:
+        """Starts reading positions `[first, stop)`."""
+        ...
+
+    def close(self) -> None:
+        """Stops reading ahead."""
+        ...
 
 
 class BlockSizer:
@@ -39,7 +71,7 @@ class BlockSizer:
     depends on the block size, only speed and memory do.
     """
 
-    def __init__(self, limit: int = 1024) -> None:
+    def __init__(self, limit: int = _MAX_TASK) -> None:
         self.size = 1
         self.limit = limit
         self._started = 0.0
@@ -72,36 +104,44 @@ class BlockReader:
         threads: At most this many threads read ahead once reading is seen to
             wait; 0 reads in the calling thread only.
         buffer: At most this many positions are read ahead of the consumer.
+        executor: Reads ahead from the start (worker processes), instead of threads.
     """
 
-    def __init__(self, dataset: Dataset[Any], position: int, threads: int, buffer: int) -> None:
+    def __init__(
+        self,
+        dataset: Dataset[Any],
+        position: int,
+        threads: int = 0,
+        buffer: int = 500,
+        executor: Executor | None = None,
+    ) -> None:
         self.dataset = dataset
         self.length = dataset.length
-        self.position = position  # the first position not yet read or handed to a thread
+        self.position = position  # the first position not yet read or handed to the executor
         self.threads = threads
         self.buffer = max(1, buffer)
         self.sizer = BlockSizer()
         self.waiting_blocks = 0
         self.error: Exception | None = None  # raised by the next read
-        self.pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.pending: collections.deque[tuple[int, int, concurrent.futures.Future[Any]]] = (
-            collections.deque()
-        )
-        self.ahead = 0  # positions handed to threads and not yet returned
+        self.executor = executor
+        self.reads_ahead = False
+        self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
+        self.ahead = 0  # positions handed to the executor and not yet returned
         self.task_size = 1
-        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
     def threaded(self) -> bool:
-        """Whether threads read ahead."""
-        return self.pool is not None
+        """Whether threads or processes read ahead."""
+        return self.reads_ahead
 
     def read(self) -> tuple[int, list[Any]]:
         """Returns `(first position, elements)` of the next block; StopIteration at the end."""
         if self.error is not None:
             failure, self.error = self.error, None
             raise failure
-        if self.pool is not None:
+        if self.executor is not None and not self.reads_ahead:
+            self.start()
+        if self.reads_ahead:
             return self._collect()
         first = self.position
         if first >= self.length:
@@ -117,53 +157,60 @@ class BlockReader:
         if self.threads and wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall:
             self.waiting_blocks += 1
             if self.waiting_blocks >= _WAITING_BLOCKS:
-                self.start_threads(seconds_per_element=wall / (stop - first))
+                self.start(seconds_per_element=wall / (stop - first))
         else:
             self.waiting_blocks = 0
         return first, block
 
-    def start_threads(self, seconds_per_element: float = _TASK_SECONDS) -> None:
-        """Starts reading ahead in threads now (if this reader may use threads at all)."""
-        if self.pool is not None or not self.threads:
+    def start(self, seconds_per_element: float | None = None) -> None:
+        """Starts reading ahead now (if this reader may use threads or processes at all)."""
+        if self.reads_ahead or not (self.threads or self.executor):
             return
-        self.task_size = _task_size(seconds_per_element)
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.threads, thread_name_prefix="grainfn-read"
-        )
-        self._finalizer = weakref.finalize(self, _shutdown, self.pool)
+        if self.executor is None:
+            self.executor = ThreadExecutor(self.dataset, self.threads, self.buffer)
+        if seconds_per_element is not None:
+            self.task_size = _task_size(seconds_per_element, self.executor.task_seconds)
+        self.reads_ahead = True
         self._submit()
 
     def close(self) -> None:
-        """Stops the threads and drops what they read ahead."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self.pool = None
+        """Stops reading ahead and drops what was read ahead; later reads are in this thread."""
         self._drop_pending()
+        if self.executor is not None:
+            self.executor.close()
+        self.executor = None
+        self.threads = 0
+        self.reads_ahead = False
 
     def _submit(self) -> None:
-        assert self.pool is not None
-        while self.ahead < self.buffer and self.position < self.length:
+        executor = self.executor
+        assert executor is not None
+        while (
+            self.ahead < self.buffer
+            and len(self.pending) < executor.max_tasks
+            and self.position < self.length
+        ):
             first = self.position
             stop = min(self.length, first + self.task_size)
-            future = self.pool.submit(_read_timed, self.dataset, first, stop)
-            self.pending.append((first, stop, future))
+            self.pending.append((first, stop, executor.submit(first, stop)))
             self.ahead += stop - first
             self.position = stop
 
     def _collect(self) -> tuple[int, list[Any]]:
         self._submit()
         if not self.pending:
-            self.close()  # everything is read: the threads have nothing left to do
+            self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
-        first, stop, future = self.pending.popleft()
-        block, error, seconds = future.result()
+        first, stop, task = self.pending.popleft()
+        block, error, seconds = task.result()
         self.ahead -= stop - first
         if error is not None:
             self._drop_pending()
             self.position = first + len(block)
             return self._fail(first, block, error)
-        self.task_size = _task_size(seconds / len(block))
-        self._submit()  # keep the threads busy while the consumer works on this block
+        assert self.executor is not None
+        self.task_size = _task_size(seconds / len(block), self.executor.task_seconds)
+        self._submit()  # keep the executor busy while the consumer works on this block
         return first, block
 
     def _fail(self, first: int, block: list[Any], error: Exception) -> tuple[int, list[Any]]:
@@ -173,10 +220,30 @@ class BlockReader:
         return first, block
 
     def _drop_pending(self) -> None:
-        for _, _, future in self.pending:
-            future.cancel()
+        for _, _, task in self.pending:
+            task.cancel()
         self.pending.clear()
         self.ahead = 0
+
+
+class ThreadExecutor:
+    """Reads blocks in a pool of threads; stops them when closed or garbage collected."""
+
+    task_seconds = 0.002
+
+    def __init__(self, dataset: Dataset[Any], threads: int, buffer: int) -> None:
+        self.dataset = dataset
+        self.max_tasks = buffer
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix="grainfn-read"
+        )
+        self._finalizer = weakref.finalize(self, _shutdown, self.pool)
+
+    def submit(self, first: int, stop: int) -> Task:
+        return self.pool.submit(read_timed, self.dataset, first, stop)
+
+    def close(self) -> None:
+        self._finalizer()
 
 
 def read_block(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any], Exception | None]:
@@ -193,18 +260,17 @@ def read_block(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any],
         return block, None  # the failure did not happen again
 
 
-def _read_timed(
-    dataset: Dataset[Any], first: int, stop: int
-) -> tuple[list[Any], Exception | None, float]:
+def read_timed(dataset: Dataset[Any], first: int, stop: int) -> Result:
+    """`read_block` and the seconds it took."""
     started = time.perf_counter()
     block, error = read_block(dataset, first, stop)
     return block, error, time.perf_counter() - started
 
 
-def _task_size(seconds_per_element: float) -> int:
+def _task_size(seconds_per_element: float, task_seconds: float) -> int:
     if seconds_per_element <= 0:
         return _MAX_TASK
-    return int(min(_MAX_TASK, max(1, _TASK_SECONDS // seconds_per_element)))
+    return int(min(_MAX_TASK, max(1, task_seconds // seconds_per_element)))
 
 
 def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:

@@ -1,0 +1,121 @@
+"""mp_prefetch: a stream whose dataset reads run ahead in worker processes.
+
+The per-position work of a pipeline is what its datasets compute: every
+map-level stage, up to the `from_dataset` stages that turn them into streams.
+`PrefetchedStream` hands the blocks of positions those leaves read to a
+`WorkerPool`, and the stream stages above them (dropping Nones, iter-level
+batch, mix, ...) run in the parent on blocks that come back in position order.
+So the elements and the states are exactly those of the stream without
+workers, for any number of workers, and a state saved with W workers restores
+with any W'. The stage is transparent: it adds no line to the pipeline a
+state names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from grainfn._src import state as records
+from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
+from grainfn._src.parallel.threads import BlockReader
+from grainfn._src.stream import BaseCursor, Cursor, DatasetCursor, FromDatasetStream, Stream
+from grainfn._src.stream_ops import PassThroughStream
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class PrefetchedStream(PassThroughStream):
+    """The parent stream, its dataset reads done ahead by `num_workers` processes."""
+
+    num_workers: int
+    buffer_per_worker: int = 1
+    worker_init_fn: Callable[[int, int], Any] | None = None
+    transparent = True
+
+    def open(self, state: Any) -> Cursor:
+        if self.num_workers == 0:
+            return self.parent.open(state)
+        leaves: list[FromDatasetStream[Any]] = []
+        collect_leaves(self.parent, leaves)
+        pool = WorkerPool(
+            [leaf.dataset for leaf in leaves],
+            self.num_workers,
+            self.buffer_per_worker,
+            self.worker_init_fn,
+        )
+        pooled = with_leaves(self.parent, lambda leaf: _PooledLeaf(leaf, pool, leaves.index(leaf)))
+        return _PoolCursor(pooled.open(state), pool)
+
+    def step(self, state: Any) -> tuple[Any, Any]:
+        # One element is not worth starting processes for; the result is the same.
+        return self.parent.step(state)
+
+    def describe_stage(self) -> str:
+        return f"mp_prefetch({self.num_workers})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _PooledLeaf(Stream[Any]):
+    """A `from_dataset` leaf whose blocks come from a worker pool."""
+
+    leaf: FromDatasetStream[Any]
+    pool: WorkerPool
+    index: int
+
+    def init(self) -> records.DatasetPosition:
+        return self.leaf.init()
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        self.leaf.check_state(state, path)
+
+    def open(self, state: records.DatasetPosition) -> Cursor:
+        executor = LeafExecutor(self.pool, self.index)
+        reader = BlockReader(self.leaf.dataset, state.position, executor=executor)
+        return DatasetCursor(reader, self.leaf.allow_nones)
+
+
+class _PoolCursor(BaseCursor):
+    def __init__(self, cursor: Cursor, pool: WorkerPool) -> None:
+        self.cursor, self.pool = cursor, pool
+        self.next = cursor.next  # type: ignore[method-assign]
+        self.next_many = cursor.next_many  # type: ignore[method-assign]
+
+    def state(self) -> Any:
+        return self.cursor.state()
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.cursor,)
+
+    def start_prefetch(self) -> None:
+        self.pool.start()
+        self.cursor.start_prefetch()
+
+    def close(self) -> None:
+        self.cursor.close()
+        self.pool.close()
+
+
+def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
+    """Appends the `from_dataset` stages of `stream`, in order, each once."""
+    if isinstance(stream, FromDatasetStream):
+        if stream not in leaves:
+            leaves.append(stream)
+        return
+    for parent in stream.parents:
+        collect_leaves(parent, leaves)
+
+
+def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -> Any:
+    """`stream` rebuilt with each `from_dataset` stage replaced by `replace(stage)`.
+
+    A nested `mp_prefetch` gives way to the outer one.
+    """
+    if isinstance(stream, FromDatasetStream):
+        return replace(stream)
+    if isinstance(stream, PrefetchedStream):
+        return with_leaves(stream.parent, replace)
+    if hasattr(stream, "components"):
+        components = tuple(with_leaves(c, replace) for c in stream.components)
+        return dataclasses.replace(stream, components=components)
+    return dataclasses.replace(stream, parent=with_leaves(stream.parent, replace))

@@ -1,0 +1,259 @@
+"""Worker processes: output and states independent of the worker count; faults surface; no leaks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import grainfn as grain
+from grainfn import fn
+from grainfn._src.parallel.processes import SEGMENT_PREFIX, WorkerError, decode, encode
+from grainfn.testing import assert_elements_equal
+
+from pipelines import build_stream, stream_specs
+
+
+def segments() -> list[str]:
+    return sorted(name for name in os.listdir("/dev/shm") if name.startswith(SEGMENT_PREFIX))
+
+
+def workers() -> list[Any]:
+    return [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
+
+
+def assert_nothing_left() -> None:
+    for _ in range(100):
+        if not workers() and not segments():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"left behind: workers {workers()}, segments {segments()}")
+
+
+def read(stream: Any, state: Any = None, limit: int = 80) -> list[Any]:
+    it = fn.iterate(stream, state)
+    try:
+        return list(itertools.islice(it, limit))
+    finally:
+        it.close()
+
+
+@settings(max_examples=12, deadline=None)
+@given(stream_specs(), st.integers(1, 4), st.integers(0, 3), st.integers(0, 30))
+def test_output_and_states_do_not_depend_on_the_worker_count(
+    spec: tuple[Any, ...], workers_first: int, workers_then: int, cut: int
+) -> None:
+    note(f"spec = {spec!r}")
+    try:
+        expected = read(build_stream(spec))
+    except (ValueError, TypeError):
+        return
+    stream = fn.mp_prefetch(workers_first, build_stream(spec))
+    it = fn.iterate(stream)
+    head = list(itertools.islice(it, min(cut, len(expected))))
+    saved = json.loads(json.dumps(fn.state_to_dict(stream, it.state)))
+    it.close()
+    resumed_stream = fn.mp_prefetch(workers_then, build_stream(spec))
+    state = fn.state_from_dict(resumed_stream, saved)
+    tail = read(resumed_stream, state, limit=len(expected) - len(head))
+    for k, (ours, theirs) in enumerate(zip(head + tail, expected, strict=True)):
+        assert_elements_equal(ours, theirs, f"element {k}")
+    assert_nothing_left()
+
+
+def heavy(x: int) -> dict[str, Any]:
+    return {"image": np.full((8, 8, 3), x % 256, np.uint8), "label": x % 10}
+
+
+@pytest.mark.parametrize("num_workers", [0, 1, 2, 5, 8])
+def test_grain_pipelines_give_the_same_batches_for_0_to_8_workers(num_workers: int) -> None:
+    def build() -> Any:
+        a = grain.MapDataset.range(300).seed(4).shuffle().map(heavy)
+        a = a.random_map(lambda e, rng: {**e, "label": e["label"] + int(rng.integers(3))})
+        b = grain.MapDataset.range(1000, 1100).map(heavy).batch(1).map(lambda b: {**b})
+        left = a.filter(lambda e: e["label"] % 4 != 0).to_iter_dataset()
+        right = b.to_iter_dataset().map(lambda e: {k: v[0] for k, v in e.items()})
+        return grain.IterDataset.mix([left, right], [3, 1]).batch(16)
+
+    expected = list(build())
+    options = grain.MultiprocessingOptions(num_workers=num_workers, per_worker_buffer_size=2)
+    with iter(build().mp_prefetch(options)) as it:
+        got = list(it)
+    assert len(got) == len(expected) > 10
+    for k, (ours, theirs) in enumerate(zip(got, expected)):
+        assert_elements_equal(ours, theirs, f"batch {k}")
+    assert_nothing_left()
+
+
+def test_arrays_cross_in_shared_memory_and_come_back_writable() -> None:
+    block = [{"x": np.arange(12.0).reshape(3, 4), "y": [np.ones(5, np.uint8)]}, 7, "text"]
+    data, segment, sizes = encode(block)
+    assert segment is not None and segment.startswith(SEGMENT_PREFIX)
+    assert sizes == [96, 5]
+    assert len(data) < 400  # the arrays are not in the pickle
+    back = decode(data, segment, sizes)
+    assert_elements_equal(back, block)
+    back[0]["x"][0, 0] = 100.0  # writable, and a copy
+    assert segment not in segments()
+    assert encode([1, 2])[1] is None
+
+
+class BoomError(Exception):
+    pass
+
+
+def explode_at_7(x: int) -> int:
+    if x == 7:
+        raise BoomError(f"element {x} is broken")
+    return x
+
+
+def test_a_worker_exception_is_raised_in_the_parent_with_its_traceback() -> None:
+    stream = fn.mp_prefetch(2, fn.from_dataset(fn.map(explode_at_7, fn.range(20))))
+    it = fn.iterate(stream)
+    assert list(itertools.islice(it, 7)) == list(range(7))
+    with pytest.raises(BoomError, match="element 7 is broken") as caught:
+        next(it)
+    notes = "\n".join(getattr(caught.value, "__notes__", []))
+    assert "Raised in grainfn worker" in notes
+    assert "explode_at_7" in notes
+    assert it.state == fn.DatasetPosition(7)
+    it.close()
+    assert_nothing_left()
+
+
+def test_a_killed_worker_is_an_error_within_seconds() -> None:
+    def slow(x: int) -> int:
+        time.sleep(0.05)
+        return x
+
+    it = fn.iterate(fn.mp_prefetch(2, fn.from_dataset(fn.map(slow, fn.range(10_000)))))
+    next(it)
+    victim = workers()[0]
+    os.kill(victim.pid, signal.SIGKILL)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"killed by signal 9"):
+        for _ in range(10_000):
+            next(it)
+    assert time.monotonic() - started < 10
+    it.close()
+    assert_nothing_left()
+
+
+def test_close_with_gc_and_errors_leave_nothing_behind() -> None:
+    ds = grain.MapDataset.range(2000).map(heavy).to_iter_dataset()
+    options = grain.MultiprocessingOptions(num_workers=2)
+    it = iter(ds.mp_prefetch(options))
+    next(it)
+    it.close()
+    assert_nothing_left()
+    with pytest.raises(ValueError, match="iterator is closed"):
+        next(it)
+    with iter(ds.mp_prefetch(options)) as it:
+        next(it)
+    assert_nothing_left()
+    it = iter(ds.mp_prefetch(options))
+    next(it)
+    del it
+    assert_nothing_left()
+    with pytest.raises(ZeroDivisionError):
+        for element in ds.mp_prefetch(options):
+            if element["label"] == 3:
+                _ = 1 / 0
+    assert_nothing_left()
+
+
+def test_ctrl_c_in_the_consuming_loop_leaves_nothing_behind(tmp_path: Path) -> None:
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, signal, sys
+            import numpy as np
+            import grainfn as grain
+
+            if __name__ == "__main__":
+                ds = grain.MapDataset.range(10_000).map(lambda x: np.zeros(1000) + x)
+                ds = ds.to_iter_dataset().mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+                print("workers started", flush=True)
+                try:
+                    for i, element in enumerate(ds):
+                        if i == 50:
+                            os.kill(os.getpid(), signal.SIGINT)
+                except KeyboardInterrupt:
+                    print("interrupted", flush=True)
+                    raise
+            """
+        )
+    )
+    before = set(segments())
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "interrupted" in done.stdout, done.stderr
+    assert "KeyboardInterrupt" in done.stderr
+    assert set(segments()) <= before
+    leftover = subprocess.run(
+        ["pgrep", "-f", str(script)], capture_output=True, text=True, check=False
+    )
+    assert leftover.stdout.strip() == ""
+
+
+def test_worker_init_fn_runs_in_each_worker(tmp_path: Path) -> None:
+    def init(index: int, count: int) -> None:
+        (tmp_path / f"worker-{index}-of-{count}").write_text(str(os.getpid()))
+
+    stream = fn.mp_prefetch(3, fn.from_dataset(fn.range(30)), worker_init_fn=init)
+    assert read(stream) == list(range(30))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "worker-0-of-3",
+        "worker-1-of-3",
+        "worker-2-of-3",
+    ]
+    assert_nothing_left()
+
+
+def test_a_failing_worker_start_is_a_clear_error() -> None:
+    def init(index: int, count: int) -> None:
+        raise RuntimeError(f"no GPU for worker {index}")
+
+    stream = fn.mp_prefetch(1, fn.from_dataset(fn.range(5)), worker_init_fn=init)
+    with pytest.raises(RuntimeError, match="no GPU for worker 0") as caught:
+        read(stream)
+    assert "starting grainfn worker 0" in "\n".join(caught.value.__notes__)
+    assert_nothing_left()
+
+
+def test_start_prefetch_starts_the_workers_before_the_first_element() -> None:
+    it = iter(
+        grain.MapDataset.range(100)
+        .to_iter_dataset()
+        .mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+    )
+    it.start_prefetch()
+    assert len(workers()) == 2
+    assert list(it) == list(range(100))
+    it.close()
+    assert_nothing_left()
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="num_workers must be an integer >= 0, got -1"):
+        fn.mp_prefetch(-1, fn.from_dataset(fn.range(3)))
+    with pytest.raises(ValueError, match="per_worker_buffer_size must be a positive integer"):
+        grain.MultiprocessingOptions(num_workers=1, per_worker_buffer_size=0)
+    with pytest.raises(TypeError, match="worker_init_fn must be callable"):
+        fn.mp_prefetch(1, fn.from_dataset(fn.range(3)), worker_init_fn=3)  # type: ignore[arg-type]
