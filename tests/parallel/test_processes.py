@@ -257,3 +257,26 @@ def test_bad_options_are_refused() -> None:
         grain.MultiprocessingOptions(num_workers=1, per_worker_buffer_size=0)
     with pytest.raises(TypeError, match="worker_init_fn must be callable"):
         fn.mp_prefetch(1, fn.from_dataset(fn.range(3)), worker_init_fn=3)  # type: ignore[arg-type]
+
+
+def test_workers_start_safely_after_jax_started_its_threads(tmp_path: Path) -> None:
+    script = tmp_path / "with_jax.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import jax.numpy as jnp
+            import grainfn as grain
+
+            if __name__ == "__main__":
+                total = int(jnp.arange(10).sum())  # JAX is running its threads now
+                ds = grain.MapDataset.range(200).map(lambda x: x * 2).to_iter_dataset()
+                ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+                print(total, sum(ds))
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["45", str(sum(range(0, 400, 2)))]
