@@ -237,6 +237,26 @@ def test_a_failing_worker_start_is_a_clear_error() -> None:
     assert_nothing_left()
 
 
+class HoldsALock:
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+def test_a_pipeline_that_does_not_pickle_is_a_clear_error() -> None:
+    stream = fn.mp_prefetch(2, fn.from_dataset(fn.source(HoldsALock())))
+    with pytest.raises(TypeError, match=r"need the pipeline pickled.*cannot pickle '_thread.lock'"):
+        read(stream)
+    assert_nothing_left()
+
+
 def test_start_prefetch_starts_the_workers_before_the_first_element() -> None:
     it = iter(
         grain.MapDataset.range(100)

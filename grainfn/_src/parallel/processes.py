@@ -89,7 +89,13 @@ class WorkerPool:
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
         context = multiprocessing.get_context("spawn")
-        payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
+        try:
+            payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
+        except Exception as error:
+            raise TypeError(
+                f"Worker processes need the pipeline pickled, and it does not pickle: {error}. "
+                "Open files and connections lazily (on first read), not when the source is built."
+            ) from error
         for index in range(self.num_workers):
             ours, theirs = context.Pipe(duplex=True)
             process = context.Process(
