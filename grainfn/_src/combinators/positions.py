@@ -1,7 +1,8 @@
-"""The combinators of `grainfn.fn`: curried, configuration first, data last.
+"""Combinators that decide which position reads what: sources, streams, mixing and order.
 
-Each accepts a Dataset or, where the operation makes sense on a sequence read
-in order, a Stream, and returns a new value of the same kind.
+Curried, configuration first, data last. Each accepts a Dataset or, where the
+operation makes sense on a sequence read in order, a Stream, and returns a new
+value of the same kind.
 """
 
 from __future__ import annotations
@@ -13,17 +14,21 @@ from typing import Any, TypeVar
 import numpy as np
 import toolz
 
-from grainfn._src import element_ops, index_ops, stream_ops, validate
+from grainfn._src import index_ops, stream_ops, validate
+from grainfn._src.combinators.arguments import (
+    Data,
+    as_components,
+    as_dataset,
+    as_stream,
+    op_seed,
+)
 from grainfn._src.dataset import INFINITE, Dataset
-from grainfn._src.flat_map import FlatMappedDataset, FlatMappedStream
 from grainfn._src.index import slicing
-from grainfn._src.index.seeds import derive_seed
 from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.sources import RangeDataset, SourceDataset, check_source
 from grainfn._src.stream import FromDatasetStream, Stream
 
 T = TypeVar("T")
-Data = Any  # a Dataset or a Stream
 
 
 # Sources.
@@ -70,12 +75,13 @@ def from_dataset(
     keep reading in the calling thread. Neither changes elements or states.
 
     Examples:
+        >>> from grainfn._src.combinators.elements import filter
         >>> s = from_dataset(filter(lambda x: x % 2, range(6)))
         >>> element, state = s.step(s.init())
         >>> element, state
         (1, DatasetPosition(position=2))
     """
-    ds = _dataset(ds, "from_dataset")
+    ds = as_dataset(ds, "from_dataset")
     threads = validate.check_nonnegative_int(threads, "threads")
     buffer = validate.check_positive_int(buffer, "buffer")
     return FromDatasetStream(ds, bool(allow_nones), threads, buffer)
@@ -112,7 +118,7 @@ def mix(
             weights = [weights[name] for name in names]
     elif isinstance(weights, Mapping):
         raise TypeError("weights may be a dict only when the datasets are a dict of named streams.")
-    components = _components(datasets, "mix")
+    components = as_components(datasets, "mix")
     weights = (1.0,) * len(components) if weights is None else weights
     checked = validate.check_weights(weights, len(components))
     if isinstance(components[0], Stream):
@@ -134,7 +140,7 @@ def concatenate(datasets: Sequence[Dataset[T]]) -> Dataset[T]:
         >>> concatenate([range(2), range(5, 7)]).get_many(builtins.range(5))
         [0, 1, 5, 6, 0]
     """
-    components = _components(datasets, "concatenate", streams=False)
+    components = as_components(datasets, "concatenate", streams=False)
     for position, component in enumerate(components):
         if component.length >= INFINITE:
             raise ValueError(
@@ -149,7 +155,7 @@ def select_from_datasets(datasets: Sequence[Dataset[T]], selection_map: Any) -> 
 
     `selection_map` needs `len()` (the length of the result) and `[]`.
     """
-    components = _components(datasets, "select_from_datasets", streams=False)
+    components = as_components(datasets, "select_from_datasets", streams=False)
     if not (hasattr(selection_map, "__len__") and hasattr(selection_map, "__getitem__")):
         raise TypeError(
             f"selection_map must support len() and [] returning (dataset index, index), "
@@ -177,7 +183,7 @@ def seed(seed: int, data: Data) -> Data:
     checked = validate.check_seed(seed)
     if isinstance(data, Stream):
         return stream_ops.SeededStream(data, checked)
-    return index_ops.SeededDataset(_dataset(data, "seed"), checked)
+    return index_ops.SeededDataset(as_dataset(data, "seed"), checked)
 
 
 @toolz.curry
@@ -192,8 +198,8 @@ def shuffle(ds: Dataset[T], *, seed: int | None = None) -> Dataset[T]:
         >>> sorted(ds.get_many(builtins.range(5)))
         [0, 1, 2, 3, 4]
     """
-    ds = _dataset(ds, "shuffle")
-    return index_ops.ShuffledDataset(ds, _op_seed(seed, ds, "shuffle"))
+    ds = as_dataset(ds, "shuffle")
+    return index_ops.ShuffledDataset(ds, op_seed(seed, ds, "shuffle"))
 
 
 @toolz.curry
@@ -210,8 +216,8 @@ def window_shuffle(window_size: int, ds: Dataset[T], *, seed: int | None = None)
         [[0, 1, 2, 3], [8, 9]]
     """
     window_size = validate.check_positive_int(window_size, "window_size")
-    ds = _dataset(ds, "window_shuffle")
-    return index_ops.WindowShuffledDataset(ds, window_size, _op_seed(seed, ds, "window_shuffle"))
+    ds = as_dataset(ds, "window_shuffle")
+    return index_ops.WindowShuffledDataset(ds, window_size, op_seed(seed, ds, "window_shuffle"))
 
 
 @toolz.curry
@@ -224,7 +230,7 @@ def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[
         >>> slice([4, 0], range(6)).get_many([0, 1])
         [4, 0]
     """
-    ds = _dataset(ds, "slice")
+    ds = as_dataset(ds, "slice")
     if isinstance(positions, builtins.slice):
         if positions.step == 0:
             raise ValueError(f"slice step must not be 0, got {positions!r}.")
@@ -262,7 +268,7 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
         if not reseed_each_epoch:
             raise ValueError("reseed_each_epoch applies to datasets; a repeated stream restarts.")
         return stream_ops.RepeatedStream(data, num_epochs)
-    ds = _dataset(data, "repeat")
+    ds = as_dataset(data, "repeat")
     if ds.length >= INFINITE:
         raise ValueError(f"Cannot repeat an infinite dataset:\n{ds!r}")
     return index_ops.RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))
@@ -293,7 +299,9 @@ def mp_prefetch(
     buffer_per_worker = validate.check_positive_int(buffer_per_worker, "buffer_per_worker")
     if worker_init_fn is not None:
         validate.check_callable(worker_init_fn, "worker_init_fn")
-    stream = FromDatasetStream(data) if isinstance(data, Dataset) else _stream(data, "mp_prefetch")
+    if isinstance(data, Dataset):
+        data = FromDatasetStream(data)
+    stream = as_stream(data, "mp_prefetch")
     return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn)
 
 
@@ -307,184 +315,4 @@ def limit(count: int, stream: Stream[T]) -> Stream[T]:
         [0, 1]
     """
     count = validate.check_positive_int(count, "count")
-    return stream_ops.LimitedStream(_stream(stream, "limit"), count)
-
-
-@toolz.curry
-def map(fn: Callable[[Any], Any], data: Data) -> Data:
-    """`fn(element)` for every element.
-
-    Examples:
-        >>> map(lambda x: x * x, range(4)).get_many([0, 1, 2, 3])
-        [0, 1, 4, 9]
-    """
-    validate.check_callable(fn, "map fn")
-    if isinstance(data, Stream):
-        return stream_ops.MappedStream(data, fn)
-    return element_ops.MappedDataset(_dataset(data, "map"), fn)
-
-
-@toolz.curry
-def random_map(
-    fn: Callable[[Any, np.random.Generator], Any], data: Data, *, seed: int | None = None
-) -> Data:
-    """`fn(element, rng)` with a generator that depends only on (seed, position).
-
-    On a dataset the position is the index; on a stream it is the number of
-    elements the stage has seen, as in Grain.
-
-    Examples:
-        >>> ds = random_map(lambda x, rng: x + rng.integers(100), range(3), seed=7)
-        >>> bool(ds.get(1) == ds.get(1))
-        True
-    """
-    validate.check_callable(fn, "random_map fn")
-    if isinstance(data, Stream):
-        return stream_ops.RandomMappedStream(data, fn, _op_seed(seed, data, "random_map"))
-    ds = _dataset(data, "random_map")
-    return element_ops.RandomMappedDataset(ds, fn, _op_seed(seed, ds, "random_map"))
-
-
-@toolz.curry
-def map_with_index(fn: Callable[[int, Any], Any], data: Data) -> Data:
-    """`fn(index, element)`: the dataset index, or the element's count in a stream.
-
-    Examples:
-        >>> map_with_index(lambda i, x: f"{x}{i}", source("ab")).get_many([0, 1, 2])
-        ['a0', 'b1', 'a2']
-    """
-    validate.check_callable(fn, "map_with_index fn")
-    if isinstance(data, Stream):
-        return stream_ops.IndexMappedStream(data, fn)
-    return element_ops.IndexMappedDataset(_dataset(data, "map_with_index"), fn)
-
-
-@toolz.curry
-def flat_map(
-    fn: Callable[[Any], Sequence[Any]], data: Data, *, max_fan_out: int | None = None
-) -> Data:
-    """Every element of `fn(element)` for every element.
-
-    A stream yields all parts in order. A dataset keeps random access by giving
-    each element `max_fan_out` positions: part `j` of element `k` sits at
-    position `k * max_fan_out + j`, and positions past an element's last part
-    are None (skipped when read as a stream).
-
-    Examples:
-        >>> ds = flat_map(lambda x: [x] * x, range(3), max_fan_out=2)
-        >>> ds.get_many(builtins.range(6))
-        [None, None, 1, None, 2, 2]
-        >>> from grainfn._src.reading import iterate
-        >>> list(iterate(flat_map(lambda x: [x] * x, from_dataset(range(4)))))
-        [1, 2, 2, 3, 3, 3]
-    """
-    validate.check_callable(fn, "flat_map fn")
-    if isinstance(data, Stream):
-        if max_fan_out is not None:
-            validate.check_positive_int(max_fan_out, "max_fan_out")
-        return FlatMappedStream(data, fn)
-    ds = _dataset(data, "flat_map")
-    if max_fan_out is None:
-        raise ValueError(
-            "flat_map on a dataset needs max_fan_out, the most parts one element may give: "
-            "each element gets that many positions. A stream needs no bound."
-        )
-    fan_out = validate.check_positive_int(max_fan_out, "max_fan_out")
-    return FlatMappedDataset(ds, fn, fan_out)
-
-
-@toolz.curry
-def filter(predicate: Callable[[Any], Any], data: Data) -> Data:
-    """Keeps elements where `predicate` is true.
-
-    In a dataset the others read as None (positions stay stable); a stream
-    drops them.
-
-    Examples:
-        >>> filter(lambda x: x % 2 == 0, range(4)).get_many([0, 1, 2, 3])
-        [0, None, 2, None]
-    """
-    validate.check_callable(predicate, "filter predicate")
-    if isinstance(data, Stream):
-        return stream_ops.FilteredStream(data, predicate)
-    return element_ops.FilteredDataset(_dataset(data, "filter"), predicate)
-
-
-@toolz.curry
-def batch(
-    batch_size: int,
-    data: Data,
-    *,
-    drop_remainder: bool = False,
-    batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-) -> Data:
-    """Consecutive elements stacked leaf by leaf along a new first axis.
-
-    A dataset batches every epoch on its own, so no batch mixes two epochs.
-    With `batch_fn`, that function turns each list of elements into a batch.
-
-    Examples:
-        >>> batch(2, range(5)).get_many([0, 2, 3])
-        [array([0, 1]), array([4]), array([0, 1])]
-    """
-    batch_size = validate.check_positive_int(batch_size, "batch_size")
-    if batch_fn is not None:
-        validate.check_callable(batch_fn, "batch_fn")
-    if isinstance(data, Stream):
-        return stream_ops.BatchedStream(data, batch_size, bool(drop_remainder), batch_fn)
-    ds = _dataset(data, "batch")
-    if (found := element_ops.upstream_holes(ds)) is not None:
-        raise ValueError(
-            f"A map-level batch cannot follow {found.describe_stage()}: it leaves None holes, "
-            "so batches would come out short. Batch the stream instead, which drops the holes "
-            "first: fn.batch(n, fn.from_dataset(ds)), or ds.to_iter_dataset().batch(n) in the "
-            "Grain API."
-        )
-    return element_ops.BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn)
-
-
-def _op_seed(seed: int | None, data: Data, what: str) -> int:
-    if seed is not None:
-        return validate.check_seed(seed, f"{what} seed")
-    derived = derive_seed([data])
-    if derived is None:
-        raise ValueError(
-            f"{what} needs a seed: pass seed=..., or seed the pipeline upstream with "
-            "fn.seed(s, ds) (ds.seed(s) in the Grain API) to seed every random stage below it."
-        )
-    return derived
-
-
-def _dataset(ds: Any, what: str) -> Dataset[Any]:
-    if isinstance(ds, Stream):
-        raise TypeError(
-            f"{what} needs random access, which a stream does not have: apply it to the "
-            "dataset before fn.from_dataset."
-        )
-    if not isinstance(ds, Dataset):
-        raise TypeError(
-            f"{what} expects a grainfn Dataset or Stream as its last argument, got {ds!r} of "
-            f"type {type(ds).__name__}. Build one with fn.range or fn.source."
-        )
-    return ds
-
-
-def _stream(stream: Any, what: str) -> Stream[Any]:
-    if not isinstance(stream, Stream):
-        raise TypeError(
-            f"{what} expects a grainfn Stream as its last argument, got {type(stream).__name__}; "
-            "make one with fn.from_dataset(ds)."
-        )
-    return stream
-
-
-def _components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ...]:
-    if (
-        isinstance(datasets, (Dataset, Stream))
-        or not isinstance(datasets, Sequence)
-        or not datasets
-    ):
-        raise TypeError(f"{what} takes a non-empty sequence of datasets, got {datasets!r}.")
-    if streams and all(isinstance(d, Stream) for d in datasets):
-        return tuple(datasets)
-    return tuple(_dataset(d, what) for d in datasets)
+    return stream_ops.LimitedStream(as_stream(stream, "limit"), count)
