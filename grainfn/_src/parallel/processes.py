@@ -1,7 +1,7 @@
 """Worker processes that read blocks of dataset positions, for `mp_prefetch` and `DataLoader`.
 
 A `WorkerPool` holds the datasets to read (its "leaves") and `num_workers`
-processes started with the `spawn` method (safe once JAX has started threads).
+processes, forked from a fork server (see `start_context`).
 Block `t` of the pool goes to worker `t % num_workers`, and each worker answers
 its blocks in order over its own pipe, so the parent always knows which
 worker holds the block it waits for. Output never depends on the number of
@@ -16,25 +16,28 @@ dies is reported by the parent as soon as it waits for that worker.
 
 from __future__ import annotations
 
+import _posixshmem
 import collections
 import contextlib
 import itertools
+import mmap
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 from typing import Any
 
 import cloudpickle
 
 from grainfn._src.dataset import Dataset
-from grainfn._src.parallel.threads import Result, read_timed
+from grainfn._src.parallel.threads import Result, read_block
 
 SEGMENT_PREFIX = "grainfn_"
 """Shared-memory segments made by grainfn workers are named with this prefix."""
@@ -88,7 +91,7 @@ class WorkerPool:
             return
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
-        context = multiprocessing.get_context("spawn")
+        context = start_context()
         try:
             payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
         except Exception as error:
@@ -177,6 +180,26 @@ class WorkerPool:
         )
 
 
+def start_context() -> Any:
+    """How workers start: forked from a fork server where there is one, else spawned.
+
+    Both are safe once JAX has started threads: the fork server is a fresh
+    process that imports the main module and grainfn without running anything,
+    and forks each worker from that clean state in milliseconds, where a
+    spawned worker would import everything again.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    main = sys.modules.get("__main__")
+    main_name = getattr(getattr(main, "__spec__", None), "name", None)
+    preload = ["__main__", "numpy", "grainfn"]
+    if main_name and main_name != "__main__":
+        preload.append(main_name)  # run with -m: preloading it imports what it imports
+    context.set_forkserver_preload(preload)  # takes effect when the server starts
+    return context
+
+
 class PoolTask:
     """A block in flight in a WorkerPool."""
 
@@ -227,13 +250,15 @@ def worker_main(
         if task is None:
             return
         number, leaf, first, stop = task
-        block, read_error, seconds = read_timed(leaves[leaf], first, stop)
+        started = time.perf_counter()
+        block, read_error = read_block(leaves[leaf], first, stop)
         failure = None if read_error is None else (_error_payload(read_error), _format(read_error))
         try:
             data, segment, sizes = encode(block)
         except Exception as encode_error:  # an element that does not pickle
             data, segment, sizes = encode([])
             failure = (_error_payload(encode_error), _format(encode_error))
+        seconds = time.perf_counter() - started  # blocks are sized by the time they cost
         try:
             connection.send((number, data, segment, sizes, failure, seconds))
         except (BrokenPipeError, OSError):
@@ -265,35 +290,43 @@ def encode(block: list[Any]) -> tuple[bytes, str | None, list[int]]:
 
 
 def decode(data: bytes, segment: str | None, sizes: list[int]) -> list[Any]:
-    """Unpickles a block from `encode`, copying its buffers out and unlinking the segment."""
+    """Unpickles a block from `encode`; its arrays are views of the segment, which is unlinked.
+
+    The segment's name is removed at once; its memory stays mapped for as long
+    as an array uses it, and is returned to the system when the last one goes.
+    """
     if segment is None:
         return pickle.loads(data)
-    memory = shared_memory.SharedMemory(name=segment)
-    try:
-        whole = memory.buf
-        assert whole is not None
-        buffers, offset = [], 0
-        for size in sizes:
-            with whole[offset : offset + size] as view:
-                buffers.append(bytearray(view))
-            offset += size
-        del whole
-    finally:
-        memory.close()
-        memory.unlink()
+    mapping = _map_and_unlink(segment, sum(sizes))
+    whole = memoryview(mapping)
+    buffers, offset = [], 0
+    for size in sizes:
+        buffers.append(whole[offset : offset + size])
+        offset += size
     return pickle.loads(data, buffers=buffers)
+
+
+def _map_and_unlink(segment: str, size: int) -> mmap.mmap:
+    name = "/" + segment
+    descriptor = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
+    try:
+        return mmap.mmap(descriptor, max(1, size))
+    finally:
+        os.close(descriptor)
+        _posixshmem.shm_unlink(name)
+        resource_tracker.unregister(name, "shared_memory")
 
 
 def unlink(segment: str | None) -> None:
     """Removes a segment that will not be decoded."""
     if segment is None:
         return
+    name = "/" + segment
     try:
-        memory = shared_memory.SharedMemory(name=segment)
+        _posixshmem.shm_unlink(name)
     except FileNotFoundError:
         return
-    memory.close()
-    memory.unlink()
+    resource_tracker.unregister(name, "shared_memory")
 
 
 def stop_workers(
