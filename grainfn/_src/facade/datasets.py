@@ -22,9 +22,81 @@ from grainfn._src.sources import ObjectDataset
 from grainfn._src.stream import FromDatasetStream, Stream
 
 T = TypeVar("T")
+_S = TypeVar("_S", bound="_Stages[Any]")
 
 
-class MapDataset(Generic[T]):
+class _Stages(Generic[T]):
+    """The stages MapDataset and IterDataset share: each builds a core value and wraps it."""
+
+    @property
+    def core(self) -> Any:
+        """The `grainfn.fn` value this dataset wraps."""
+        raise NotImplementedError
+
+    def _rewrap(self: _S, value: Any) -> _S:
+        raise NotImplementedError
+
+    def seed(self: _S, seed: int) -> _S:
+        """Seeds every random stage downstream that has no seed of its own."""
+        return self._rewrap(fn.seed(seed, self.core))
+
+    def map(self: _S, transform: Any) -> _S:
+        """`transform(element)` (or `transform.map(element)`) for every element."""
+        return self._rewrap(fn.map(as_function(transform, "map"), self.core))
+
+    def random_map(self: _S, transform: Any, *, seed: int | None = None) -> _S:
+        """`transform(element, rng)`, where the rng depends only on (seed, position).
+
+        The position is the index in a MapDataset, the element's count in an
+        IterDataset, as in Grain.
+        """
+        function = as_function(transform, "random_map")
+        return self._rewrap(fn.random_map(function, self.core, seed=seed))
+
+    def map_with_index(self: _S, transform: Any) -> _S:
+        """`transform(position, element)` for every element."""
+        return self._rewrap(fn.map_with_index(as_function(transform, "map_with_index"), self.core))
+
+    def filter(self: _S, transform: Any) -> _S:
+        """Keeps the elements where `transform(element)` is true.
+
+        A MapDataset puts None where it drops one (iteration skips them); an
+        IterDataset leaves them out.
+        """
+        return self._rewrap(fn.filter(as_function(transform, "filter"), self.core))
+
+    def flat_map(self: _S, transform: Any, *, max_fan_out: int | None = None) -> _S:
+        """Every part of `transform.flat_map(element)` (or `transform(element)`).
+
+        A MapDataset keeps random access by giving each element `max_fan_out`
+        positions (a `transforms.FlatMap` carries it), None past its last part.
+        """
+        if isinstance(transform, FlatMap):
+            transform, max_fan_out = transform.flat_map, transform.max_fan_out
+        return self._rewrap(fn.flat_map(transform, self.core, max_fan_out=max_fan_out))
+
+    def batch(
+        self: _S,
+        batch_size: int,
+        *,
+        drop_remainder: bool = False,
+        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+    ) -> _S:
+        """Consecutive elements stacked leaf by leaf along a new first axis."""
+        return self._rewrap(
+            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
+        )
+
+    def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""
+        return func(self, *args, **kwargs)
+
+    def apply(self: _S, transformations: Any) -> _S:
+        """Applies one transformation object, or a sequence of them, in order."""
+        return apply_transformations(self, transformations)
+
+
+class MapDataset(_Stages[T]):
     """A dataset with random access: Grain's `MapDataset`.
 
     `len(ds)` is the length of one epoch and `ds[i]` the element at any index
@@ -83,6 +155,9 @@ class MapDataset(Generic[T]):
 
     # The core value.
 
+    def _rewrap(self, value: Any) -> Any:
+        return _wrap_map(value)
+
     @property
     def core(self) -> Dataset[T]:
         """The `grainfn.fn` dataset this one wraps."""
@@ -104,10 +179,6 @@ class MapDataset(Generic[T]):
 
     # Stages.
 
-    def seed(self, seed: int) -> MapDataset[T]:
-        """Seeds every random stage downstream that has no seed of its own."""
-        return _wrap_map(fn.seed(seed, self.core))
-
     def shuffle(self, seed: int | None = None) -> MapDataset[T]:
         """A new pseudorandom permutation in every epoch, the same as Grain's."""
         return _wrap_map(fn.shuffle(self.core, seed=seed))
@@ -119,47 +190,6 @@ class MapDataset(Generic[T]):
     def repeat(self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True) -> Any:
         """`num_epochs` epochs one after another, or forever (length `sys.maxsize`) for None."""
         return _wrap_map(fn.repeat(num_epochs, self.core, reseed_each_epoch=reseed_each_epoch))
-
-    def map(self, transform: Any) -> MapDataset[Any]:
-        """`transform(element)` (or `transform.map(element)`) for every element."""
-        return _wrap_map(fn.map(as_function(transform, "map"), self.core))
-
-    def random_map(self, transform: Any, *, seed: int | None = None) -> MapDataset[Any]:
-        """`transform(element, rng)`; the rng depends only on (seed, index)."""
-        function = as_function(transform, "random_map")
-        return _wrap_map(fn.random_map(function, self.core, seed=seed))
-
-    def map_with_index(self, transform: Any) -> MapDataset[Any]:
-        """`transform(index, element)` for every element."""
-        return _wrap_map(fn.map_with_index(as_function(transform, "map_with_index"), self.core))
-
-    def filter(self, transform: Any) -> MapDataset[T]:
-        """None where `transform(element)` is false; iteration skips the Nones."""
-        return _wrap_map(fn.filter(as_function(transform, "filter"), self.core))
-
-    def flat_map(self, transform: Any, *, max_fan_out: int | None = None) -> MapDataset[Any]:
-        """`max_fan_out` positions per element holding its parts, None past the last part.
-
-        `transform` is a `transforms.FlatMap` (which carries `max_fan_out`) or a
-        function with `max_fan_out` given here.
-        """
-        if isinstance(transform, FlatMap):
-            return _wrap_map(
-                fn.flat_map(transform.flat_map, self.core, max_fan_out=transform.max_fan_out)
-            )
-        return _wrap_map(fn.flat_map(transform, self.core, max_fan_out=max_fan_out))
-
-    def batch(
-        self,
-        batch_size: int,
-        *,
-        drop_remainder: bool = False,
-        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-    ) -> MapDataset[Any]:
-        """Consecutive elements stacked leaf by leaf along a new first axis."""
-        return _wrap_map(
-            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
-        )
 
     def to_iter_dataset(
         self, read_options: ReadOptions | None = None, *, allow_nones: bool = False
@@ -180,14 +210,6 @@ class MapDataset(Generic[T]):
             buffer=max(1, options.prefetch_buffer_size),
         )
         return _wrap_iter(stream)
-
-    def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""
-        return func(self, *args, **kwargs)
-
-    def apply(self, transformations: Any) -> MapDataset[Any]:
-        """Applies one transformation object, or a sequence of them, in order."""
-        return apply_transformations(self, transformations)
 
     # Reading.
 
@@ -216,7 +238,7 @@ class MapDataset(Generic[T]):
         return f"MapDataset:\n{_indent(repr(self.core))}"
 
 
-class IterDataset(Generic[T]):
+class IterDataset(_Stages[T]):
     """A dataset read in order, with checkpointable iterators: Grain's `IterDataset`.
 
     Make one with `MapDataset.to_iter_dataset()` or `IterDataset.mix(...)`.
@@ -256,6 +278,9 @@ class IterDataset(Generic[T]):
             streams = [_stream_of(ds) for ds in _sequence(datasets, "IterDataset.mix")]
         return _wrap_iter(fn.mix(streams, weights))
 
+    def _rewrap(self, value: Any) -> Any:
+        return _wrap_iter(value)
+
     @property
     def core(self) -> Stream[T]:
         """The `grainfn.fn` stream this dataset wraps."""
@@ -272,52 +297,6 @@ class IterDataset(Generic[T]):
         if self._core is None:
             return self._parents
         return tuple(_wrap(parent) for parent in self._core.parents)
-
-    def seed(self, seed: int) -> IterDataset[T]:
-        """Seeds every random stage downstream that has no seed of its own."""
-        return _wrap_iter(fn.seed(seed, self.core))
-
-    def map(self, transform: Any) -> IterDataset[Any]:
-        """`transform(element)` (or `transform.map(element)`) for every element."""
-        return _wrap_iter(fn.map(as_function(transform, "map"), self.core))
-
-    def random_map(self, transform: Any, *, seed: int | None = None) -> IterDataset[Any]:
-        """`transform(element, rng)`; the n-th element's rng depends only on (seed, n)."""
-        function = as_function(transform, "random_map")
-        return _wrap_iter(fn.random_map(function, self.core, seed=seed))
-
-    def map_with_index(self, transform: Any) -> IterDataset[Any]:
-        """`transform(n, element)` for the n-th element."""
-        return _wrap_iter(fn.map_with_index(as_function(transform, "map_with_index"), self.core))
-
-    def filter(self, transform: Any) -> IterDataset[T]:
-        """Keeps the elements where `transform(element)` is true."""
-        return _wrap_iter(fn.filter(as_function(transform, "filter"), self.core))
-
-    def flat_map(self, transform: Any) -> IterDataset[Any]:
-        """Every part of `transform.flat_map(element)` (or `transform(element)`), in order."""
-        split = transform.flat_map if isinstance(transform, FlatMap) else transform
-        return _wrap_iter(fn.flat_map(split, self.core))
-
-    def batch(
-        self,
-        batch_size: int,
-        *,
-        drop_remainder: bool = False,
-        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-    ) -> IterDataset[Any]:
-        """Consecutive elements stacked leaf by leaf along a new first axis."""
-        return _wrap_iter(
-            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
-        )
-
-    def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""
-        return func(self, *args, **kwargs)
-
-    def apply(self, transformations: Any) -> IterDataset[Any]:
-        """Applies one transformation object, or a sequence of them, in order."""
-        return apply_transformations(self, transformations)
 
     def mp_prefetch(
         self,
