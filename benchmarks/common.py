@@ -1,30 +1,26 @@
-"""Shared helpers of the grainfn benchmark suite.
+"""Shared measuring helpers of the grainfn benchmark suite: timing, formatting, checks.
 
 Timing is wall-clock `time.perf_counter`, best of R runs after one untimed
 warm-up; the garbage collector stays enabled (as in a real input pipeline), with
 a full collection before the first timed run and a young-generation one before
-each run, so that one run's garbage is not billed to the next. Tables are
-printed as Markdown so the same text goes to the terminal and into
-`docs/performance.md`.
+each run, so that one run's garbage is not billed to the next.
 
-Used by `benchmarks.map_level`; later benchmark files (streams, the Grain-style
-facade, workers) are meant to reuse `measure`, the formatters and `Report`.
+The report around the figures (result rows, tables, targets, the command line
+and the Markdown file) is in `benchmarks.report`.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
-import importlib.metadata
 import math
 import os
-import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 # ---------------------------------------------------------------------------
 # Timing.
@@ -250,95 +246,23 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def yes_no(ok: bool) -> str:
+    """'yes' or 'no', for the result of a check."""
+    return "yes" if ok else "no"
+
+
 # ---------------------------------------------------------------------------
-# Tables and reports.
+# Checks of the outputs.
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown (GitHub) table, columns padded so it also reads well as plain text.
-
-    The first column is left-aligned and the others right-aligned.
-    """
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    for row in cells[1:]:
-        if len(row) != len(headers):
-            raise ValueError(f"row {row} has {len(row)} cells for {len(headers)} headers")
-    widths = [max(3, *(len(row[i]) for row in cells)) for i in range(len(headers))]
-
-    def line(row: Sequence[str]) -> str:
-        padded = [
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = [":" + "-" * (widths[0] - 1)] + ["-" * (w - 1) + ":" for w in widths[1:]]
-    return "\n".join([line(cells[0]), "| " + " | ".join(rule) + " |", *map(line, cells[1:])])
+def require(condition: bool, message: str) -> None:
+    """Stops the benchmark with `message` if `condition` is false."""
+    if not condition:
+        raise AssertionError(message)
 
 
-def environment() -> dict[str, str]:
-    """The machine and the versions that matter for the numbers."""
-
-    def version(package: str) -> str:
-        try:
-            return importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            return "not installed"
-
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        usable = os.cpu_count() or 0
-    return {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores ({usable} usable)",
-        "os": platform.platform(terse=True),
-        "python": sys.version.split()[0],
-        "numpy": version("numpy"),
-        "grain": version("grain"),
-        "grainfn": version("grainfn"),
-    }
-
-
-def environment_lines() -> list[str]:
-    """`environment()` as Markdown bullet lines."""
-    return [f"- {key}: {value}" for key, value in environment().items()]
-
-
-class Report:
-    """Text printed as it is produced, and kept for an optional Markdown file.
-
-    It opens with a heading and the environment the figures were measured in.
-    """
-
-    def __init__(self, title: str) -> None:
-        self.lines: list[str] = []
-        self.add(f"## {title}")
-        self.add()
-        for line in environment_lines():
-            self.add(line)
-        self.add()
-
-    def add(self, text: str = "") -> None:
-        print(text, flush=True)
-        self.lines.append(text)
-
-    def write(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.lines).rstrip() + "\n")
-
-
-def argument_parser(module: str, description: str) -> argparse.ArgumentParser:
-    """The options every benchmark script takes: `--quick` and `--markdown PATH`.
-
-    Args:
-        module: The script's module, e.g. "benchmarks.map_level", for the usage line.
-        description: One line saying what the script measures.
-    """
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes and fewer runs: a smoke run (< 60 s)"
-    )
-    parser.add_argument(
-        "--markdown", metavar="PATH", help="also write the environment and tables to PATH"
-    )
-    return parser
+def same_outputs(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Whether two outputs have the same length and equal elements (arrays compared by value)."""
+    if len(a) != len(b):
+        return False
+    return all(np.array_equal(x, y) for x, y in zip(a, b))

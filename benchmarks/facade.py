@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,29 +42,29 @@ import numpy as np
 
 import grainfn
 from benchmarks import map_level
-from benchmarks.common import (
-    Case,
-    CpuMonitor,
-    Report,
-    Timing,
-    argument_parser,
-    fmt_ratio,
-    fmt_seconds,
-    markdown_table,
-    measure_all,
-    ratio,
+from benchmarks.common import Case, Timing, fmt_ratio, ratio, require, same_outputs
+from benchmarks.map_level import (
+    B4_WEIGHTS,
+    BATCH,
+    add_random,
+    clear_shuffle_tables,
+    hand_b1,
+    hand_b2,
+    hand_b4,
+    run_cases,
 )
-from benchmarks.map_level import B4_WEIGHTS, BATCH, add_random, clear_shuffle_tables, same_outputs
+from benchmarks.report import GRAIN, GRAIN_SYNC, HAND, RatioColumn, Row, Run, Targets, results_table
+from benchmarks.streams import hand_b3
 from grainfn import fn
 
-FACADE, CORE, GRAIN, GRAIN_SYNC, HAND = "facade", "core", "grain", "grain_threads0", "hand"
-COLUMNS = {
-    FACADE: "grainfn facade",
-    CORE: "grainfn core",
-    GRAIN: "Grain default",
-    GRAIN_SYNC: "Grain threads=0",
-    HAND: "hand loop",
-}
+FACADE, CORE = "grainfn facade", "grainfn core"
+COLUMNS = [FACADE, CORE, GRAIN, GRAIN_SYNC, HAND]
+RATIOS: list[RatioColumn] = [
+    ("facade / core", Row.over, CORE),
+    ("speed-up vs Grain default", Row.speedup, GRAIN),
+    ("vs Grain threads=0", Row.speedup, GRAIN_SYNC),
+    ("facade / hand loop", Row.over, HAND),
+]
 IO_THREADS = 16
 IO_BUFFER = 500
 IO_SLEEP = 0.001  # seconds per record of the I/O-bound source
@@ -73,7 +72,7 @@ IO_SLEEP = 0.001  # seconds per record of the I/O-bound source
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Sizes and timing parameters; `quick` shrinks everything for a smoke run.
+    """Sizes and timing parameters (`QUICK` shrinks everything for a smoke run).
 
     `core` is `benchmarks.map_level`'s configuration, so B1, B2 and B4 have the
     core benchmarks' sizes, and Grain is warmed up on the same small pipelines.
@@ -86,10 +85,6 @@ class Config:
     io_records: int  # ReadOptions (b): records of the sleeping source
     io_budget: float
     io_warmup: int  # records the I/O cases are warmed up on
-
-    @property
-    def quick(self) -> bool:
-        return self.core.quick
 
 
 DEFAULT = Config(
@@ -120,63 +115,32 @@ def keep(x: int) -> bool:
     return x % 3 == 0
 
 
-def run_cases(config: Config, *cases: Case) -> list[Timing]:
-    """Times the implementations of one benchmark together, their runs interleaved."""
-    core = config.core
-    return measure_all(
-        cases, repeats=core.repeats, min_time=core.min_time, budget=core.budget, burst=core.burst
-    )
-
-
 def grain_case(config: Config, label: str, build: Callable[[int], Any], n: int, sync: bool) -> Case:
     """Grain's epoch of `build(n)` as in `benchmarks.map_level`, within `grain_budget`."""
     case = map_level.grain_case(config.core, label, build, n, sync)
     return dataclasses.replace(case, budget=config.grain_budget)
 
 
-@dataclasses.dataclass
-class Row:
-    """One benchmark of part 1: best seconds per implementation and the output checks."""
-
-    key: str
-    name: str
-    seconds: dict[str, float | None]
-    same: dict[str, bool]  # "core", "Grain default", "Grain threads=0" -> facade output equal
-
-    def over(self, key: str) -> float | None:
-        """The facade's time divided by implementation `key`'s."""
-        return ratio(self.seconds[FACADE], self.seconds.get(key))
-
-    def speedup(self, key: str) -> float | None:
-        """Implementation `key`'s time divided by the facade's."""
-        return ratio(self.seconds.get(key), self.seconds[FACADE])
-
-    def check_text(self) -> str:
-        return ", ".join(f"{'=' if ok else '!='} {name}" for name, ok in self.same.items())
-
-
-def make_row(key: str, name: str, timings: dict[str, Timing]) -> Row:
+def make_row(name: str, timings: dict[str, Timing]) -> Row:
+    """A row of part 1: best seconds per implementation, the facade's output compared."""
     facade = timings[FACADE].result
+    same = {
+        "core": same_outputs(facade, timings[CORE].result),
+        "Grain default": same_outputs(facade, timings[GRAIN].result),
+        "Grain threads=0": same_outputs(facade, timings[GRAIN_SYNC].result),
+    }
     return Row(
-        key,
         name,
         {k: t.best for k, t in timings.items()},
-        {
-            "core": same_outputs(facade, timings[CORE].result),
-            "Grain default": same_outputs(facade, timings[GRAIN].result),
-            "Grain threads=0": same_outputs(facade, timings[GRAIN_SYNC].result),
-        },
+        subject=FACADE,
+        check=", ".join(f"{'=' if ok else '!='} {other}" for other, ok in same.items()),
+        passed=all(same.values()),
     )
 
 
 def read_all(ds: Any) -> Callable[[], list[Any]]:
     """A function that reads one epoch of the facade or Grain dataset `ds` into a list."""
     return lambda: list(ds)
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
 
 
 # ---------------------------------------------------------------------------
@@ -192,23 +156,19 @@ def b1(config: Config) -> Row:
     def build_grain(size: int) -> Any:
         return grain.MapDataset.range(size).seed(0).shuffle().map(add_one).batch(BATCH)
 
-    def hand() -> list[np.ndarray]:
-        order = np.random.default_rng(0).permutation(n).tolist()
-        return [np.array([x + 1 for x in order[i : i + BATCH]]) for i in range(0, n, BATCH)]
-
     timings = run_cases(
-        config,
+        config.core,
         Case("B1 facade list(ds)", lambda: list(facade)),
         Case("B1 core fn.elements", lambda: list(fn.elements(core))),
         grain_case(config, "B1", build_grain, n, sync=False),
         grain_case(config, "B1", build_grain, n, sync=True),
-        Case("B1 hand loop", hand),
+        Case("B1 hand loop", lambda: hand_b1(n)),
     )
     results = dict(zip(COLUMNS, timings))
     require(len(results[FACADE].result) == math.ceil(n / BATCH), "B1: wrong number of batches")
     values = np.sort(np.concatenate(results[HAND].result))
     require(np.array_equal(values, np.arange(1, n + 1)), "B1: hand loop lost elements")
-    return make_row("B1", f"B1 shuffle+map+batch({BATCH}), {n:,} elements", results)
+    return make_row(f"B1 shuffle+map+batch({BATCH}), {n:,} elements", results)
 
 
 def b2(config: Config) -> Row:
@@ -221,35 +181,18 @@ def b2(config: Config) -> Row:
     def build_grain(size: int) -> Any:
         return grain.MapDataset.range(size).seed(0).random_map(add_random)
 
-    def hand() -> list[Any]:
-        # map_level's B2 hand loop: one Philox bit generator rewound to counter
-        # [0, 0, 0, i] before element i (the same stream as Grain and grainfn).
-        key = np.random.SeedSequence(stage_seed).generate_state(2, dtype=np.uint64)
-        bits = np.random.Philox(key=key)
-        rng = np.random.Generator(bits)
-        state = bits.state
-        counter = state["state"]
-        out = []
-        for i in range(n):
-            counter["counter"] = np.array([0, 0, 0, i], dtype=np.uint64)
-            state["buffer_pos"] = 4
-            state["has_uint32"] = 0
-            bits.state = state
-            out.append(i + rng.integers(0, 100))
-        return out
-
     timings = run_cases(
-        config,
+        config.core,
         Case("B2 facade list(ds)", lambda: list(facade)),
         Case("B2 core fn.elements", lambda: list(fn.elements(core))),
         grain_case(config, "B2", build_grain, n, sync=False),
         grain_case(config, "B2", build_grain, n, sync=True),
-        Case("B2 hand loop", hand),
+        Case("B2 hand loop", lambda: hand_b2(stage_seed, n)),
     )
     results = dict(zip(COLUMNS, timings))
     require(len(results[FACADE].result) == n, "B2: wrong number of elements")
     require(results[HAND].result == results[CORE].result, "B2: hand loop != core")
-    return make_row("B2", f"B2 random_map, {n:,} elements", results)
+    return make_row(f"B2 random_map, {n:,} elements", results)
 
 
 def b3(config: Config) -> Row:
@@ -279,24 +222,20 @@ def b3(config: Config) -> Row:
             budget=config.grain_budget,
         )
 
-    def hand() -> list[np.ndarray]:
-        kept = [x for x in np.random.default_rng(2).permutation(n).tolist() if x % 3 == 0]
-        return [np.array(kept[i : i + BATCH]) for i in range(0, len(kept), BATCH)]
-
     timings = run_cases(
-        config,
+        config.core,
         Case("B3 facade list(ds)", lambda: list(facade)),
         Case("B3 core fn.iterate", lambda: list(fn.iterate(core))),
         grain_b3(sync=False),
         grain_b3(sync=True),
-        Case("B3 hand loop", hand),
+        Case("B3 hand loop", lambda: hand_b3(n)),
     )
     results = dict(zip(COLUMNS, timings))
     kept = len(range(0, n, 3))
     require(len(results[FACADE].result) == math.ceil(kept / BATCH), "B3: wrong number of batches")
     values = np.sort(np.concatenate(results[HAND].result))
     require(np.array_equal(values, np.arange(0, n, 3)), "B3: hand loop lost elements")
-    return make_row("B3", f"B3 shuffle+filter, stream batch({BATCH}), {n:,} elements", results)
+    return make_row(f"B3 shuffle+filter, stream batch({BATCH}), {n:,} elements", results)
 
 
 def b4(config: Config) -> Row:
@@ -322,29 +261,18 @@ def b4(config: Config) -> Row:
         ]
         return grain.MapDataset.mix(parts, list(B4_WEIGHTS))
 
-    # map_level's B4 hand loop: a fixed period of 10 positions (5, 3 and 2 per component).
-    period = np.repeat(np.arange(3), [round(w * 10) for w in B4_WEIGHTS])
-
-    def hand() -> list[int]:
-        rng = np.random.default_rng(0)
-        which = np.tile(period, total // period.size)
-        out = np.empty(total, dtype=np.int64)
-        for c, size in enumerate(sizes):
-            out[which == c] = rng.permutation(size)
-        return out.tolist()
-
     timings = run_cases(
-        config,
+        config.core,
         Case("B4 facade list(ds)", lambda: list(facade), setup=clear_shuffle_tables),
         Case("B4 core fn.elements", lambda: list(fn.elements(core)), setup=clear_shuffle_tables),
         grain_case(config, "B4", build_grain, total, sync=False),
         grain_case(config, "B4", build_grain, total, sync=True),
-        Case("B4 hand loop", hand),
+        Case("B4 hand loop", lambda: hand_b4(sizes)),
     )
     results = dict(zip(COLUMNS, timings))
     require(len(results[FACADE].result) == total, "B4: wrong number of elements")
     require(sorted(results[HAND].result) == sorted(results[CORE].result), "B4: hand loop != core")
-    return make_row("B4", f"B4 mix of 3 shuffled ranges, {total:,} elements", results)
+    return make_row(f"B4 mix of 3 shuffled ranges, {total:,} elements", results)
 
 
 # ---------------------------------------------------------------------------
@@ -393,7 +321,7 @@ def cheap_pipeline(config: Config) -> dict[str, float]:
                 budget=config.grain_budget,
             )
         )
-    timings = run_cases(config, *cases)
+    timings = run_cases(config.core, *cases)
     ours_default, ours_sync, grain_default, grain_sync = (t.result for t in timings)
     require(same_outputs(ours_default, ours_sync), "(a): grainfn default != threads=0")
     require(same_outputs(ours_default, grain_default), "(a): grainfn != Grain default")
@@ -437,7 +365,7 @@ def io_bound(config: Config) -> tuple[dict[str, float], dict[str, bool], int]:
                 budget=config.io_budget,
             )
         )
-    timings = run_cases(config, *cases)
+    timings = run_cases(config.core, *cases)
     ours_threaded, ours_sync, grain_threaded_out, grain_sync_out = (t.result for t in timings)
     expected = list(range(n))
 
@@ -462,100 +390,72 @@ def io_bound(config: Config) -> tuple[dict[str, float], dict[str, bool], int]:
 # Report.
 
 
-def results_table(rows: list[Row]) -> str:
-    headers = [
-        "Benchmark",
-        *COLUMNS.values(),
-        "facade / core",
-        "speed-up vs Grain default",
-        "vs Grain threads=0",
-        "facade / hand loop",
-        "facade output",
-    ]
-    body = [
-        [
-            row.name,
-            *(fmt_seconds(row.seconds.get(key)) for key in COLUMNS),
-            fmt_ratio(row.over(CORE)),
-            fmt_ratio(row.speedup(GRAIN)),
-            fmt_ratio(row.speedup(GRAIN_SYNC)),
-            fmt_ratio(row.over(HAND)),
-            row.check_text(),
-        ]
-        for row in rows
-    ]
-    return markdown_table(headers, body)
+def by_library(times: dict[str, float], settings: dict[str, str], subject: str) -> list[Row]:
+    """A row per library; column `header` holds `times[f"{library} {settings[header]}"]`.
 
-
-def status(ok: bool) -> str:
-    return "met" if ok else "NOT met"
+    The ratios are about the column `subject`.
+    """
+    return [
+        Row(
+            name,
+            {h: times[f"{name} {setting}"] for h, setting in settings.items()},
+            subject=subject,
+        )
+        for name in ("grainfn", "Grain")
+    ]
 
 
 def targets(
-    rows: list[Row], cheap: dict[str, float], io: dict[str, float], io_checks: dict[str, bool]
-) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for every target of this benchmark."""
-    out: list[tuple[str, str, bool]] = []
-
-    def at_most(name: str, value: float | None, limit: float) -> None:
-        out.append((name, fmt_ratio(value), value is not None and value <= limit))
-
-    def at_least(name: str, value: float | None, limit: float) -> None:
-        out.append((name, fmt_ratio(value), value is not None and value >= limit))
-
-    by_key = {row.key: row for row in rows}
-    for row in rows:
-        at_most(f"{row.key}: facade within 1.2x of core", row.over(CORE), 1.2)
-    at_least("B1: facade >= 10x Grain default", by_key["B1"].speedup(GRAIN), 10)
-    at_most("B1: facade within 3x of the hand loop's time", by_key["B1"].over(HAND), 3)
+    rows: dict[str, Row], cheap: dict[str, float], io: dict[str, float], io_checks: dict[str, bool]
+) -> Targets:
+    out = Targets()
+    for key, row in rows.items():
+        out.at_most(f"{key}: facade within 1.2x of core", row.over(CORE), 1.2)
+    out.at_least("B1: facade >= 10x Grain default", rows["B1"].speedup(GRAIN), 10)
+    out.at_most("B1: facade within 3x of the hand loop's time", rows["B1"].over(HAND), 3)
     for key in ("B2", "B3", "B4"):
-        at_least(f"{key}: facade >= 3x Grain default", by_key[key].speedup(GRAIN), 3)
-        at_least(f"{key}: facade >= 3x Grain threads=0", by_key[key].speedup(GRAIN_SYNC), 3)
-    for row in rows:
-        same = all(row.same.values())
-        out.append((f"{row.key}: facade output = core = Grain (both)", row.check_text(), same))
-    at_most(
+        out.at_least(f"{key}: facade >= 3x Grain default", rows[key].speedup(GRAIN), 3)
+        out.at_least(f"{key}: facade >= 3x Grain threads=0", rows[key].speedup(GRAIN_SYNC), 3)
+    for key, row in rows.items():
+        out.add(f"{key}: facade output = core = Grain (both)", row.check, row.passed)
+    out.at_most(
         "ReadOptions (a): grainfn default / threads=0 <= 1.1",
         ratio(cheap["grainfn default"], cheap["grainfn threads=0"]),
         1.1,
     )
     threads = f"threads={IO_THREADS}"
-    at_least(
+    out.at_least(
         f"ReadOptions (b): grainfn {threads} >= 8x threads=0",
         ratio(io["grainfn threads=0"], io[f"grainfn {threads}"]),
         8,
     )
-    at_least(
+    out.at_least(
         f"ReadOptions (b): grainfn {threads} not slower than Grain {threads}",
         ratio(io[f"Grain {threads}"], io[f"grainfn {threads}"]),
         1,
     )
     for name, ok in io_checks.items():
-        out.append((f"ReadOptions (b): {name}", "yes" if ok else "no", ok))
+        out.check(f"ReadOptions (b): {name}", ok)
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argument_parser("benchmarks.facade", __doc__.splitlines()[0])
-    args = parser.parse_args(argv)
-    config = QUICK if args.quick else DEFAULT
-    report = Report(f"grainfn facade benchmarks{' (--quick)' if config.quick else ''}")
+    run = Run("benchmarks.facade", __doc__, "grainfn facade benchmarks", argv)
+    config = run.choose(default=DEFAULT, quick=QUICK)
+    rows = {
+        "B1": run.section("b1", lambda: b1(config)),
+        "B2": run.section("b2", lambda: b2(config)),
+        "B3": run.section("b3", lambda: b3(config)),
+        "B4": run.section("b4", lambda: b4(config)),
+    }
+    cheap = run.section("ReadOptions (a)", lambda: cheap_pipeline(config))
+    io, io_checks, k = run.section("ReadOptions (b)", lambda: io_bound(config))
+    run.stop_clock()
 
-    monitor = CpuMonitor().start()
-    started = time.perf_counter()
-    rows = []
-    for bench in (b1, b2, b3, b4):
-        bench_started = time.perf_counter()
-        rows.append(bench(config))
-        print(f"  ({bench.__name__} took {time.perf_counter() - bench_started:.0f} s)", flush=True)
-    cheap = cheap_pipeline(config)
-    io, io_checks, k = io_bound(config)
-    elapsed = time.perf_counter() - started
-
-    print()
+    report = run.report
     report.add("### B1 to B4 through the facade")
     report.add()
-    report.add(results_table(rows))
+    report.add(results_table(list(rows.values()), COLUMNS, RATIOS, check="facade output"))
     report.add()
     report.add(
         "- The facade reads by iterating the facade dataset (`list(ds)`: `to_iter_dataset()` "
@@ -579,18 +479,13 @@ def main(argv: list[str] | None = None) -> None:
         "through `to_iter_dataset(options)`."
     )
     report.add()
+    settings = {"default ReadOptions": "default", "num_threads=0": "threads=0"}
     report.add(
-        markdown_table(
-            ["Library", "default ReadOptions", "num_threads=0", "default / threads=0"],
-            [
-                [
-                    name,
-                    fmt_seconds(cheap[f"{name} default"]),
-                    fmt_seconds(cheap[f"{name} threads=0"]),
-                    fmt_ratio(ratio(cheap[f"{name} default"], cheap[f"{name} threads=0"])),
-                ]
-                for name in ("grainfn", "Grain")
-            ],
+        results_table(
+            by_library(cheap, settings, subject="default ReadOptions"),
+            list(settings),
+            [("default / threads=0", Row.over, "num_threads=0")],
+            first="Library",
         )
     )
     report.add()
@@ -601,18 +496,13 @@ def main(argv: list[str] | None = None) -> None:
         f"prefetch_buffer_size={IO_BUFFER})` against `num_threads=0`."
     )
     report.add()
+    settings = {"num_threads=0": "threads=0", f"num_{threads}": threads}
     report.add(
-        markdown_table(
-            ["Library", "num_threads=0", f"num_{threads}", f"speed-up of {threads}"],
-            [
-                [
-                    name,
-                    fmt_seconds(io[f"{name} threads=0"]),
-                    fmt_seconds(io[f"{name} {threads}"]),
-                    fmt_ratio(ratio(io[f"{name} threads=0"], io[f"{name} {threads}"])),
-                ]
-                for name in ("grainfn", "Grain")
-            ],
+        results_table(
+            by_library(io, settings, subject=f"num_{threads}"),
+            list(settings),
+            [(f"speed-up of {threads}", Row.speedup, "num_threads=0")],
+            first="Library",
         )
     )
     report.add()
@@ -626,27 +516,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{'exactly the remaining elements' if io_checks['state restores'] else 'WRONG'}."
     )
     report.add()
-
-    report.add(
-        markdown_table(
-            ["Target", "Measured", "Status"],
-            [
-                [name, measured, status(ok)]
-                for name, measured, ok in targets(rows, cheap, io, io_checks)
-            ],
-        )
-    )
-    report.add()
-    report.add(f"Total wall time of the run: {elapsed:.0f} s.")
-    other = monitor.other_cpu_seconds()
-    if other is not None:
-        report.add(
-            f"Other processes used {other[0]:.0f} CPU-seconds meanwhile "
-            f"({other[0] / other[1]:.2f} of the {os.cpu_count()} cores on average)."
-        )
-    if args.markdown:
-        report.write(args.markdown)
-        print(f"(written to {args.markdown})")
+    run.finish(targets(rows, cheap, io, io_checks))
 
 
 if __name__ == "__main__":

@@ -16,12 +16,8 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks.common import (
-    Report,
-    argument_parser,
-    fmt_seconds,
-    markdown_table,
-)
+from benchmarks.common import fmt_seconds
+from benchmarks.report import Run, Targets, markdown_table
 
 HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "grain")
 PROBE = """
@@ -42,10 +38,8 @@ def sample(module: str) -> tuple[float, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argument_parser("benchmarks.import_time", "time of `import grainfn`")
-    args = parser.parse_args(argv)
-    count = 5 if args.quick else 15
-    report = Report("import time")
+    run = Run("benchmarks.import_time", __doc__, "import time", argv)
+    count = run.choose(default=15, quick=5)
     rows, ours = [], 0.0
     for module in ("grainfn", "grain"):
         samples = [sample(module) for _ in range(count)]
@@ -65,14 +59,12 @@ def main(argv: list[str] | None = None) -> None:
                 ", ".join(loaded) or "none",
             ]
         )
-    report.add(markdown_table(["Statement", "median", "best", "heavy modules loaded"], rows))
-    report.add()
-    status = "met" if ours <= 0.3 else "NOT met"
-    report.add(
-        f"Target: `import grainfn` <= 0.3 s: {fmt_seconds(ours)} median of {count}, {status}."
-    )
-    if args.markdown:
-        report.write(args.markdown)
+    run.stop_clock()
+    run.report.add(markdown_table(["Statement", "median", "best", "heavy modules loaded"], rows))
+    run.report.add()
+    targets = Targets()
+    targets.at_most(f"`import grainfn` <= 0.3 s (median of {count})", ours, 0.3, fmt_seconds)
+    run.finish(targets)
 
 
 if __name__ == "__main__":

@@ -31,53 +31,49 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grain
 import numpy as np
 
 from benchmarks.common import (
-    MISSING,
     Case,
-    CpuMonitor,
-    Report,
     Timing,
-    argument_parser,
     fmt_micros,
-    fmt_rate,
-    fmt_ratio,
     fmt_seconds,
-    markdown_table,
     measure_all,
-    ratio,
+    require,
+    same_outputs,
+)
+from benchmarks.report import (
+    GRAIN,
+    GRAIN_RANDOM,
+    GRAIN_SYNC,
+    GRAINFN,
+    HAND,
+    SAMPLED,
+    RatioColumn,
+    Row,
+    Run,
+    Targets,
+    results_table,
 )
 from grainfn import fn
 
-GRAINFN, GRAIN, GRAIN_SYNC, GRAIN_RANDOM, HAND = (
-    "grainfn",
-    "grain_default",
-    "grain_threads0",
-    "grain_random_access",
-    "hand",
-)
-COLUMNS = {
-    GRAINFN: "grainfn",
-    GRAIN: "Grain default",
-    GRAIN_SYNC: "Grain threads=0",
-    GRAIN_RANDOM: "Grain `ds[i]`",
-    HAND: "hand loop",
-}
-SAMPLED = "†"  # marks Grain figures measured on a sample of positions and extrapolated
+COLUMNS = [GRAINFN, GRAIN, GRAIN_SYNC, GRAIN_RANDOM, HAND]
+RATIOS: list[RatioColumn] = [
+    ("speed-up vs Grain default", Row.speedup, GRAIN),
+    ("vs Grain threads=0", Row.speedup, GRAIN_SYNC),
+    ("vs Grain `ds[i]`", Row.speedup, GRAIN_RANDOM),
+    ("grainfn time / hand loop time", Row.over, HAND),
+]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Sizes and timing parameters; `quick` shrinks everything for a smoke run."""
+    """Sizes and timing parameters (`QUICK` shrinks everything for a smoke run)."""
 
-    quick: bool
     repeats: int
     min_time: float  # fast implementations repeat until their runs total this many seconds
     burst: float  # seconds of back-to-back runs of one implementation before the next's turn
@@ -91,7 +87,6 @@ class Config:
 
 
 DEFAULT = Config(
-    quick=False,
     repeats=5,
     min_time=3.0,
     burst=1.0,
@@ -104,7 +99,6 @@ DEFAULT = Config(
     warmup_n=1_000,
 )
 QUICK = Config(
-    quick=True,
     repeats=3,
     min_time=0.3,
     burst=0.1,
@@ -125,45 +119,18 @@ B5_SEED = 7
 B5_BLOCK = 65_536  # positions per block call in B5a
 B5B_LENGTH = 2**40
 B5B_SEED = 3
+B4_PERIOD = np.repeat(np.arange(3), [round(w * 10) for w in B4_WEIGHTS])
+"""The B4 hand loop's fixed interleaving: 10 positions, 5, 3 and 2 of them per component."""
 
 
-@dataclasses.dataclass
-class Row:
-    """One line of the table: seconds per item for each implementation.
-
-    `unit` says how a figure is shown: "s" (total time for `items` items),
-    "rate" (items per second) or "us" (microseconds per item).
-    """
-
-    name: str
-    unit: str
-    items: int
-    per_item: dict[str, float | None]
-    check: str
-    sampled: frozenset[str] = frozenset()
-    note: str = ""  # printed under the table
-
-    def cell(self, key: str) -> str:
-        value = self.per_item.get(key)
-        if value is None:
-            return MISSING
-        if self.unit == "s":
-            text = fmt_seconds(value * self.items)
-        elif self.unit == "rate":
-            text = fmt_rate(1 / value, " idx/s")
-        else:
-            text = fmt_micros(value)
-        return text + (SAMPLED if key in self.sampled else "")
-
-    def speedup(self, baseline: str) -> float | None:
-        return ratio(self.per_item.get(baseline), self.per_item.get(GRAINFN))
-
-    def over_hand(self) -> float | None:
-        return ratio(self.per_item.get(GRAINFN), self.per_item.get(HAND))
+def per_item(timing: Timing, items: int) -> float:
+    return timing.best / items
 
 
-def per_item(timing: Timing | None, items: int) -> float | None:
-    return None if timing is None else timing.best / items
+def per_items(items: int, timings: Sequence[Timing]) -> dict[str, float | None]:
+    """Seconds per item of grainfn, Grain default, Grain threads=0 and the hand loop, in order."""
+    keys = (GRAINFN, GRAIN, GRAIN_SYNC, HAND)
+    return {key: per_item(timing, items) for key, timing in zip(keys, timings, strict=True)}
 
 
 def run_cases(config: Config, *cases: Case) -> list[Timing]:
@@ -195,17 +162,6 @@ def grain_case(config: Config, label: str, build: Callable[[int], Any], n: int, 
     )
 
 
-def same_outputs(a: list[Any], b: list[Any]) -> bool:
-    if len(a) != len(b):
-        return False
-    return all(np.array_equal(x, y) for x, y in zip(a, b))
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
 def clear_shuffle_tables() -> None:
     """Forgets grainfn's per-(length, seed) shuffle tables so every run pays for its epoch's.
 
@@ -235,17 +191,13 @@ def b1(config: Config) -> Row:
     def build_grain(size: int) -> Any:
         return grain.MapDataset.range(size).seed(0).shuffle().map(lambda x: x + 1).batch(BATCH)
 
-    def hand() -> list[np.ndarray]:
-        order = np.random.default_rng(0).permutation(n).tolist()
-        return [np.array([x + 1 for x in order[i : i + BATCH]]) for i in range(0, n, BATCH)]
-
     ds = build_fn(n)
     t_fn, t_grain, t_sync, t_hand = run_cases(
         config,
         Case("B1 grainfn", lambda: list(fn.elements(ds))),
         grain_case(config, "B1", build_grain, n, sync=False),
         grain_case(config, "B1", build_grain, n, sync=True),
-        Case("B1 hand loop", hand),
+        Case("B1 hand loop", lambda: hand_b1(n)),
     )
 
     batches = math.ceil(n / BATCH)
@@ -258,16 +210,16 @@ def b1(config: Config) -> Row:
     require(np.array_equal(values, np.arange(1, n + 1)), "B1: hand loop lost elements")
     return Row(
         f"B1 shuffle+map+batch({BATCH}), {n:,} elements",
-        "s",
-        batches,
-        {
-            GRAINFN: per_item(t_fn, batches),
-            GRAIN: per_item(t_grain, batches),
-            GRAIN_SYNC: per_item(t_sync, batches),
-            HAND: per_item(t_hand, batches),
-        },
-        f"{batches:,} batches each; grainfn = Grain (both)",
+        per_items(batches, (t_fn, t_grain, t_sync, t_hand)),
+        items=batches,
+        check=f"{batches:,} batches each; grainfn = Grain (both)",
     )
+
+
+def hand_b1(n: int) -> list[np.ndarray]:
+    """B1 by hand: a numpy permutation as a list, `x + 1` per element, an array per batch."""
+    order = np.random.default_rng(0).permutation(n).tolist()
+    return [np.array([x + 1 for x in order[i : i + BATCH]]) for i in range(0, n, BATCH)]
 
 
 # ---------------------------------------------------------------------------
@@ -291,24 +243,6 @@ def b2(config: Config) -> Row:
     ds = build_fn(n)
     stage_seed = ds.seed  # the seed fn.seed(0) derives for this stage (Grain's rule)
 
-    def hand() -> list[Any]:
-        # The cheapest per-element generator found: ONE Philox bit generator whose
-        # state dict is rewound to counter [0, 0, 0, i] before element i. This is
-        # Grain's (and grainfn's) per-element stream, so the outputs are identical.
-        key = np.random.SeedSequence(stage_seed).generate_state(2, dtype=np.uint64)
-        bits = np.random.Philox(key=key)
-        rng = np.random.Generator(bits)
-        state = bits.state
-        counter = state["state"]
-        out = []
-        for i in range(n):
-            counter["counter"] = np.array([0, 0, 0, i], dtype=np.uint64)
-            state["buffer_pos"] = 4
-            state["has_uint32"] = 0
-            bits.state = state
-            out.append(i + rng.integers(0, 100))
-        return out
-
     def hand_default_rng() -> list[Any]:
         # The obvious alternative: a fresh generator per element (a different stream).
         return [i + np.random.default_rng((stage_seed, i)).integers(0, 100) for i in range(n)]
@@ -318,7 +252,9 @@ def b2(config: Config) -> Row:
         Case("B2 grainfn", lambda: list(fn.elements(ds))),
         grain_case(config, "B2", build_grain, n, sync=False),
         grain_case(config, "B2", build_grain, n, sync=True),
-        Case("B2 hand loop (one Philox, state rewound per element)", hand),
+        Case(
+            "B2 hand loop (one Philox, state rewound per element)", lambda: hand_b2(stage_seed, n)
+        ),
         Case(
             "B2 hand loop variant: np.random.default_rng((seed, i))",
             hand_default_rng,
@@ -334,15 +270,9 @@ def b2(config: Config) -> Row:
     require(t_fn.result == t_hand.result, "B2: grainfn != hand loop")
     return Row(
         f"B2 random_map, {n:,} elements",
-        "s",
-        n,
-        {
-            GRAINFN: per_item(t_fn, n),
-            GRAIN: per_item(t_grain, n),
-            GRAIN_SYNC: per_item(t_sync, n),
-            HAND: per_item(t_hand, n),
-        },
-        f"{n:,} elements each; grainfn = Grain (both) = hand loop",
+        per_items(n, (t_fn, t_grain, t_sync, t_hand)),
+        items=n,
+        check=f"{n:,} elements each; grainfn = Grain (both) = hand loop",
         note=(
             "B2 hand loop: one `np.random.Philox` whose state is rewound to counter "
             "[0, 0, 0, i] per element (the same stream as Grain and grainfn); a fresh "
@@ -350,6 +280,28 @@ def b2(config: Config) -> Row:
             f"{fmt_seconds(t_alt.best)}."
         ),
     )
+
+
+def hand_b2(stage_seed: int, n: int) -> list[Any]:
+    """B2 by hand with the cheapest per-element generator found.
+
+    ONE Philox bit generator whose state dict is rewound to counter
+    [0, 0, 0, i] before element i. This is Grain's (and grainfn's) per-element
+    stream for the stage seed `stage_seed`, so the outputs are identical.
+    """
+    key = np.random.SeedSequence(stage_seed).generate_state(2, dtype=np.uint64)
+    bits = np.random.Philox(key=key)
+    rng = np.random.Generator(bits)
+    state = bits.state
+    counter = state["state"]
+    out = []
+    for i in range(n):
+        counter["counter"] = np.array([0, 0, 0, i], dtype=np.uint64)
+        state["buffer_pos"] = 4
+        state["has_uint32"] = 0
+        bits.state = state
+        out.append(i + rng.integers(0, 100))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -375,21 +327,11 @@ def b4(config: Config) -> Row:
         ]
         return grain.MapDataset.mix(parts, list(B4_WEIGHTS))
 
-    # The hand loop interleaves in a fixed period of 10 positions (5, 3 and 2 of
-    # them per component), which needs sizes in exactly those proportions.
-    period = np.repeat(np.arange(3), [round(w * 10) for w in B4_WEIGHTS])
+    # The hand loop's fixed period of 10 positions needs sizes in its proportions.
     require(
         all(s * 10 == total * round(w * 10) for s, w in zip(sizes, B4_WEIGHTS)),
         "B4 sizes must be proportional to the weights",
     )
-
-    def hand() -> list[int]:
-        rng = np.random.default_rng(0)
-        which = np.tile(period, total // period.size)
-        out = np.empty(total, dtype=np.int64)
-        for c, size in enumerate(sizes):
-            out[which == c] = rng.permutation(size)
-        return out.tolist()
 
     ds = build_fn(1)
     require(ds.length == total, f"B4: mix length {ds.length}, expected {total}")
@@ -398,7 +340,7 @@ def b4(config: Config) -> Row:
         Case("B4 grainfn", lambda: list(fn.elements(ds)), setup=clear_shuffle_tables),
         grain_case(config, "B4", lambda n: build_grain(n / total), total, sync=False),
         grain_case(config, "B4", lambda n: build_grain(n / total), total, sync=True),
-        Case("B4 hand loop", hand),
+        Case("B4 hand loop", lambda: hand_b4(sizes)),
     )
 
     for timing in (t_fn, t_grain, t_sync, t_hand):
@@ -408,16 +350,21 @@ def b4(config: Config) -> Row:
     require(sorted(t_fn.result) == sorted(t_hand.result), "B4: hand loop != grainfn as multisets")
     return Row(
         f"B4 mix of 3 shuffled ranges, {total:,} elements",
-        "s",
-        total,
-        {
-            GRAINFN: per_item(t_fn, total),
-            GRAIN: per_item(t_grain, total),
-            GRAIN_SYNC: per_item(t_sync, total),
-            HAND: per_item(t_hand, total),
-        },
-        f"{total:,} elements each; grainfn = Grain (both)",
+        per_items(total, (t_fn, t_grain, t_sync, t_hand)),
+        items=total,
+        check=f"{total:,} elements each; grainfn = Grain (both)",
     )
+
+
+def hand_b4(sizes: tuple[int, int, int]) -> list[int]:
+    """B4 by hand: the components' permutations interleaved in the fixed `B4_PERIOD`."""
+    total = sum(sizes)
+    rng = np.random.default_rng(0)
+    which = np.tile(B4_PERIOD, total // B4_PERIOD.size)
+    out = np.empty(total, dtype=np.int64)
+    for c, size in enumerate(sizes):
+        out[which == c] = rng.permutation(size)
+    return out.tolist()
 
 
 # ---------------------------------------------------------------------------
@@ -503,31 +450,21 @@ def b5a(config: Config) -> list[Row]:
     }
     sampled = frozenset({GRAIN, GRAIN_SYNC, GRAIN_RANDOM})
     check = f"{length:,} positions; = Grain on {sample:,}"
+    grainfn_figures = [
+        (f"B5a index resolution, block path (`_get_many`, blocks of {B5_BLOCK:,})", t_block),
+        ("B5a index resolution, `fn.elements` (its own adaptive blocks)", t_elements),
+        (f"B5a index functions only (numpy out, blocks of {B5_BLOCK:,})", t_index),
+    ]
     return [
         Row(
-            f"B5a index resolution, block path (`_get_many`, blocks of {B5_BLOCK:,})",
-            "rate",
-            length,
-            {GRAINFN: per_item(t_block, length), **grain_figures},
-            check,
-            sampled,
-        ),
-        Row(
-            "B5a index resolution, `fn.elements` (its own adaptive blocks)",
-            "rate",
-            length,
-            {GRAINFN: per_item(t_elements, length), **grain_figures},
-            check,
-            sampled,
-        ),
-        Row(
-            f"B5a index functions only (numpy out, blocks of {B5_BLOCK:,})",
-            "rate",
-            length,
-            {GRAINFN: per_item(t_index, length), **grain_figures},
-            check,
-            sampled,
-        ),
+            name,
+            {GRAINFN: per_item(timing, length), **grain_figures},
+            unit="rate",
+            items=length,
+            check=check,
+            sampled=sampled,
+        )
+        for name, timing in grainfn_figures
     ]
 
 
@@ -566,10 +503,10 @@ def b5b(config: Config) -> list[Row]:
     return [
         Row(
             "B5b random access `ds.get(i)`, shuffled range(2**40)",
-            "us",
-            sample,
             {GRAINFN: per_item(t_get, sample), GRAIN_RANDOM: per_item(t_grain, sample)},
-            check,
+            unit="us",
+            items=sample,
+            check=check,
             note=(
                 "B5b: Grain's bare C++ `index_shuffle(i, max_index, seed, rounds=4)`, called "
                 f"from Python without the dataset, takes {fmt_micros(t_bare.best / sample)} "
@@ -578,10 +515,10 @@ def b5b(config: Config) -> list[Row]:
         ),
         Row(
             "B5b the same positions as one `ds.get_many` block",
-            "us",
-            sample,
             {GRAINFN: per_item(t_many, sample), GRAIN_RANDOM: per_item(t_grain, sample)},
-            check,
+            unit="us",
+            items=sample,
+            check=check,
         ),
     ]
 
@@ -590,73 +527,29 @@ def b5b(config: Config) -> list[Row]:
 # Report.
 
 
-def results_table(rows: list[Row]) -> str:
-    headers = [
-        "Benchmark",
-        *COLUMNS.values(),
-        "speed-up vs Grain default",
-        "vs Grain threads=0",
-        "vs Grain `ds[i]`",
-        "grainfn time / hand loop time",
-        "outputs checked",
-    ]
-    body = [
-        [
-            row.name,
-            *(row.cell(key) for key in COLUMNS),
-            fmt_ratio(row.speedup(GRAIN)),
-            fmt_ratio(row.speedup(GRAIN_SYNC)),
-            fmt_ratio(row.speedup(GRAIN_RANDOM)),
-            fmt_ratio(row.over_hand()),
-            row.check,
-        ]
-        for row in rows
-    ]
-    return markdown_table(headers, body)
-
-
-def targets_table(rows: dict[str, Row]) -> str:
-    def at_least(name: str, baseline: str, factor: float) -> tuple[str, str]:
-        value = rows[name].speedup(baseline)
-        return fmt_ratio(value), "met" if value is not None and value >= factor else "NOT met"
-
-    def at_most_hand(name: str, factor: float) -> tuple[str, str]:
-        value = rows[name].over_hand()
-        return fmt_ratio(value), "met" if value is not None and value <= factor else "NOT met"
-
-    body = [
-        ["B1: >= 10x Grain default throughput", *at_least("B1", GRAIN, 10)],
-        ["B1: within 3x of the hand loop's time", *at_most_hand("B1", 3)],
-        ["B2: >= 3x Grain default", *at_least("B2", GRAIN, 3)],
-        ["B2: >= 3x Grain threads=0", *at_least("B2", GRAIN_SYNC, 3)],
-        ["B4: >= 3x Grain default", *at_least("B4", GRAIN, 3)],
-        ["B4: >= 3x Grain threads=0", *at_least("B4", GRAIN_SYNC, 3)],
-    ]
-    return markdown_table(["Target", "Measured", "Status"], body)
-
-
-def stopwatch(bench: Callable[[Config], Row | list[Row]], config: Config) -> list[Row]:
-    """Runs one benchmark, prints its total wall time, returns its rows as a list."""
-    start = time.perf_counter()
-    rows = bench(config)
-    print(f"  ({bench.__name__} took {time.perf_counter() - start:.0f} s in all)", flush=True)
-    return rows if isinstance(rows, list) else [rows]
+def targets(rows: dict[str, Row]) -> Targets:
+    out = Targets()
+    out.at_least("B1: >= 10x Grain default throughput", rows["B1"].speedup(GRAIN), 10)
+    out.at_most("B1: within 3x of the hand loop's time", rows["B1"].over(HAND), 3)
+    for key in ("B2", "B4"):
+        out.at_least(f"{key}: >= 3x Grain default", rows[key].speedup(GRAIN), 3)
+        out.at_least(f"{key}: >= 3x Grain threads=0", rows[key].speedup(GRAIN_SYNC), 3)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argument_parser("benchmarks.map_level", __doc__.splitlines()[0])
-    args = parser.parse_args(argv)
-    config = QUICK if args.quick else DEFAULT
-    report = Report(f"grainfn map-level benchmarks{' (--quick)' if config.quick else ''}")
+    run = Run("benchmarks.map_level", __doc__, "grainfn map-level benchmarks", argv)
+    config = run.choose(default=DEFAULT, quick=QUICK)
+    b1_row = run.section("b1", lambda: b1(config))
+    b2_row = run.section("b2", lambda: b2(config))
+    b4_row = run.section("b4", lambda: b4(config))
+    b5a_rows = run.section("b5a", lambda: b5a(config))
+    b5b_rows = run.section("b5b", lambda: b5b(config))
+    rows = [b1_row, b2_row, b4_row, *b5a_rows, *b5b_rows]
+    run.stop_clock()
 
-    monitor = CpuMonitor().start()
-    started = time.perf_counter()
-    b1_row, b2_row, b4_row = (stopwatch(bench, config)[0] for bench in (b1, b2, b4))
-    rows = [b1_row, b2_row, b4_row, *stopwatch(b5a, config), *stopwatch(b5b, config)]
-    elapsed = time.perf_counter() - started
-
-    print()  # after the progress lines; the report already ends with a blank line
-    report.add(results_table(rows))
+    report = run.report
+    report.add(results_table(rows, COLUMNS, RATIOS, check="outputs checked"))
     report.add()
     notes = [
         f"Times are wall-clock, the best run after a warm-up; the runs of a benchmark's "
@@ -677,18 +570,7 @@ def main(argv: list[str] | None = None) -> None:
     for note in notes:
         report.add(f"- {note}")
     report.add()
-    report.add(targets_table({"B1": b1_row, "B2": b2_row, "B4": b4_row}))
-    report.add()
-    report.add(f"Total wall time of the run: {elapsed:.0f} s.")
-    other = monitor.other_cpu_seconds()
-    if other is not None:
-        report.add(
-            f"Other processes used {other[0]:.0f} CPU-seconds meanwhile "
-            f"({other[0] / other[1]:.2f} of the {os.cpu_count()} cores on average)."
-        )
-    if args.markdown:
-        report.write(args.markdown)
-        print(f"(written to {args.markdown})")
+    run.finish(targets({"B1": b1_row, "B2": b2_row, "B4": b4_row}))
 
 
 if __name__ == "__main__":

@@ -61,16 +61,16 @@ import numpy as np
 import grainfn
 from benchmarks.common import (
     Case,
-    CpuMonitor,
-    Report,
-    argument_parser,
     fmt_rate,
     fmt_ratio,
     fmt_seconds,
-    markdown_table,
     measure_all,
     ratio,
+    require,
+    same_outputs,
+    yes_no,
 )
+from benchmarks.report import Run, Targets, markdown_table
 
 WORK_SECONDS = 0.002  # the target cost of one element of P1's map
 IMAGE_SHAPE = (64, 64, 64, 3)
@@ -81,9 +81,8 @@ LIBRARIES = ("grainfn", "Grain")
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Sizes and timing parameters; `quick` shrinks everything for a smoke run."""
+    """Sizes and timing parameters (`QUICK` shrinks everything for a smoke run)."""
 
-    quick: bool
     cpu_n: int  # P1: elements of the CPU-bound map
     cpu_repeats: int  # P1: timed runs per case
     warmup_n: int  # elements of the small pipelines every case is warmed up on
@@ -94,7 +93,6 @@ class Config:
 
 
 DEFAULT = Config(
-    quick=False,
     cpu_n=400,
     cpu_repeats=5,
     warmup_n=8,
@@ -104,7 +102,6 @@ DEFAULT = Config(
     state_n=2_000,
 )
 QUICK = Config(
-    quick=True,
     cpu_n=120,
     cpu_repeats=1,
     warmup_n=4,
@@ -282,11 +279,6 @@ def check_images(ds: Any, n: int) -> dict[str, bool]:
 def plural(count: int, one: str, many: str | None = None) -> str:
     """'1 worker', '2 workers'."""
     return f"{count} {one if count == 1 else (many or one + 's')}"
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
 
 
 def best(values: list[float]) -> float:
@@ -588,7 +580,8 @@ def checkpoints(config: Config) -> tuple[dict[str, bool], int, int]:
     finally:
         close(it)
     checks = {
-        "first half with 2 workers": same(head, expected[:k]) and same([after], expected[k : k + 1])
+        "first half with 2 workers": same_outputs(head, expected[:k])
+        and same_outputs([after], expected[k : k + 1])
     }
     for label, workers in (("0 workers", 0), ("1 worker", 1), ("no mp_prefetch", None)):
         fresh = iter(state_pipeline(n, workers))
@@ -597,26 +590,18 @@ def checkpoints(config: Config) -> tuple[dict[str, bool], int, int]:
             rest = list(fresh)
         finally:
             close(fresh)
-        checks[f"restored with {label}"] = same(rest, expected[k:])
+        checks[f"restored with {label}"] = same_outputs(rest, expected[k:])
     for name, ok in checks.items():
         print(f"  P4 {name}: {'yes' if ok else 'NO'}", flush=True)
     return checks, k, len(expected)
-
-
-def same(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
 # ---------------------------------------------------------------------------
 # Report.
 
 
-def status(ok: bool) -> str:
-    return "met" if ok else "NOT met"
-
-
-def yes_no(ok: bool) -> str:
-    return "yes" if ok else "no"
+def fmt_bytes_rate(per_second: float | None) -> str:
+    return fmt_rate(per_second, "B/s")
 
 
 def targets(
@@ -624,49 +609,39 @@ def targets(
     first: dict[str, list[float]],
     image: ImageResult,
     state_checks: dict[str, bool],
-) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for every target of this benchmark."""
-    out: list[tuple[str, str, bool]] = []
+) -> Targets:
+    out = Targets()
     for steady, how in ((False, "end to end"), (True, "steady state")):
-        value = cpu.speedup("grainfn", 2, steady)
-        out.append(
-            (
-                f"P1: grainfn 2 workers >= 1.7x faster than 0 workers ({how})",
-                fmt_ratio(value),
-                value is not None and value >= 1.7,
-            )
+        out.at_least(
+            f"P1: grainfn 2 workers >= 1.7x faster than 0 workers ({how})",
+            cpu.speedup("grainfn", 2, steady),
+            1.7,
         )
     for name, ok in cpu.checks.items():
-        out.append((f"P1: output {name}", yes_no(ok), ok))
+        out.check(f"P1: output {name}", ok)
     for key in ("grainfn", "grainfn, new process"):
-        median_first = statistics.median(first[key])
-        out.append(
-            (
-                f"P2: {key}: first element with 2 workers <= 0.5 s (median)",
-                fmt_seconds(median_first),
-                median_first <= 0.5,
-            )
+        out.at_most(
+            f"P2: {key}: first element with 2 workers <= 0.5 s (median)",
+            statistics.median(first[key]),
+            0.5,
+            fmt_seconds,
         )
-    rate = max(image.steady_rates("grainfn"))
-    out.append(
-        (
-            "P3: grainfn >= 1 GB/s of arrays after the first element (best read)",
-            fmt_rate(rate, "B/s"),
-            rate >= 1e9,
-        )
+    out.at_least(
+        "P3: grainfn >= 1 GB/s of arrays after the first element (best read)",
+        max(image.steady_rates("grainfn")),
+        1e9,
+        fmt_bytes_rate,
     )
-    median_rate = statistics.median(image.steady_rates("grainfn"))
-    out.append(
-        (
-            "P3: the same, median read",
-            fmt_rate(median_rate, "B/s"),
-            median_rate >= 1e9,
-        )
+    out.at_least(
+        "P3: the same, median read",
+        statistics.median(image.steady_rates("grainfn")),
+        1e9,
+        fmt_bytes_rate,
     )
     for key, ok in image.checks["grainfn"].items():
-        out.append((f"P3: grainfn arrays {key}", yes_no(ok), ok))
+        out.check(f"P3: grainfn arrays {key}", ok)
     for name, ok in state_checks.items():
-        out.append((f"P4: state taken with 2 workers, {name}", yes_no(ok), ok))
+        out.check(f"P4: state taken with 2 workers, {name}", ok)
     return out
 
 
@@ -728,35 +703,21 @@ def image_table(image: ImageResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argument_parser("benchmarks.parallel", __doc__.splitlines()[0])
-    args = parser.parse_args(argv)
-    config = QUICK if args.quick else DEFAULT
-    report = Report(f"grainfn worker-process benchmarks{' (--quick)' if config.quick else ''}")
-
-    monitor = CpuMonitor().start()
-    started = time.perf_counter()
+    run = Run("benchmarks.parallel", __doc__, "grainfn worker-process benchmarks", argv)
+    config = run.choose(default=DEFAULT, quick=QUICK)
     work, work_seconds = calibrate()
     print(
         f"Calibrated the CPU-bound map: {work.iterations:,} loop steps, "
         f"{fmt_seconds(work_seconds)} per element (median of 50 calls)",
         flush=True,
     )
-    steps: list[tuple[str, Callable[[], Any]]] = [
-        ("P1", lambda: cpu_bound(config, work)),
-        ("P2", lambda: first_element(config, work)),
-        ("P3", lambda: images(config)),
-        ("P4", lambda: checkpoints(config)),
-    ]
-    results = {}
-    for key, step in steps:
-        step_started = time.perf_counter()
-        results[key] = step()
-        print(f"  ({key} took {time.perf_counter() - step_started:.0f} s)", flush=True)
-    cpu, first, image = results["P1"], results["P2"], results["P3"]
-    state_checks, k, batches = results["P4"]
-    elapsed = time.perf_counter() - started
+    cpu = run.section("P1", lambda: cpu_bound(config, work))
+    first = run.section("P2", lambda: first_element(config, work))
+    image = run.section("P3", lambda: images(config))
+    state_checks, k, batches = run.section("P4", lambda: checkpoints(config))
+    run.stop_clock()
 
-    print()
+    report = run.report
     report.add("### P1: CPU-bound map, 0, 1 and 2 workers")
     report.add()
     report.add(
@@ -826,29 +787,7 @@ def main(argv: list[str] | None = None) -> None:
         + "."
     )
     report.add()
-
-    report.add("### Targets")
-    report.add()
-    report.add(
-        markdown_table(
-            ["Target", "Measured", "Status"],
-            [
-                [name, measured, status(ok)]
-                for name, measured, ok in targets(cpu, first, image, state_checks)
-            ],
-        )
-    )
-    report.add()
-    report.add(f"Total wall time of the run: {elapsed:.0f} s.")
-    other = monitor.other_cpu_seconds()
-    if other is not None:
-        report.add(
-            f"Other processes used {other[0]:.0f} CPU-seconds meanwhile "
-            f"({other[0] / other[1]:.2f} of the {os.cpu_count()} cores on average)."
-        )
-    if args.markdown:
-        report.write(args.markdown)
-        print(f"(written to {args.markdown})")
+    run.finish(targets(cpu, first, image, state_checks))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ Times are best-of-R wall-clock, the implementations' runs interleaved (see
 
 from __future__ import annotations
 
+import dataclasses
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -27,19 +28,34 @@ import numpy as np
 
 from benchmarks.common import (
     Case,
-    CpuMonitor,
-    Report,
-    argument_parser,
     fmt_micros,
     fmt_ratio,
     fmt_seconds,
-    markdown_table,
     measure_all,
     ratio,
+    require,
+    same_outputs,
 )
+from benchmarks.map_level import hand_b1
+from benchmarks.report import GRAIN, GRAIN_SYNC, GRAINFN, HAND, Row, Run, Targets, results_table
 from grainfn import fn
 
 BATCH = 32
+ELEMENTS = "fn.elements"  # S1's key for the same dataset read with fn.elements
+STATE_OPS = ("get_state", "resume at 10**3", "resume at 10**6")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Sizes and timing parameters (`QUICK` shrinks everything for a smoke run)."""
+
+    n: int  # elements of S1 and B3
+    grain_budget: float  # seconds of timed runs per Grain implementation before repeats stop
+    state_calls: int  # calls per timed repeat of a state operation
+
+
+DEFAULT = Config(n=200_000, grain_budget=15.0, state_calls=2000)
+QUICK = Config(n=20_000, grain_budget=5.0, state_calls=200)
 
 
 def grain_read(build: Callable[[], Any], threads: bool) -> Callable[[], list[Any]]:
@@ -47,16 +63,13 @@ def grain_read(build: Callable[[], Any], threads: bool) -> Callable[[], list[Any
     return lambda: list(build().to_iter_dataset(options))
 
 
-def s1(n: int, budget: float) -> tuple[list[Any], dict[str, float]]:
+def s1(config: Config) -> Row:
+    n, budget = config.n, config.grain_budget
     ds = fn.batch(BATCH, fn.map(lambda x: x + 1, fn.shuffle(fn.seed(0, fn.range(n)))))
     stream = fn.from_dataset(ds)
 
     def grain_ds() -> Any:
         return grain.MapDataset.range(n).seed(0).shuffle().map(lambda x: x + 1).batch(BATCH)
-
-    def hand() -> list[np.ndarray]:
-        order = np.random.default_rng(0).permutation(n).tolist()
-        return [np.array([x + 1 for x in order[i : i + BATCH]]) for i in range(0, n, BATCH)]
 
     timings = measure_all(
         [
@@ -64,14 +77,19 @@ def s1(n: int, budget: float) -> tuple[list[Any], dict[str, float]]:
             Case("S1 grainfn fn.elements", lambda: list(fn.elements(ds))),
             Case("S1 Grain default", grain_read(grain_ds, True), budget=budget),
             Case("S1 Grain threads=0", grain_read(grain_ds, False), budget=budget),
-            Case("S1 hand loop", hand),
+            Case("S1 hand loop", lambda: hand_b1(n)),
         ]
     )
     check_same(timings[0].result, timings[1].result, timings[2].result, timings[3].result)
-    return timings, {t.label: t.best for t in timings}
+    keys = (GRAINFN, ELEMENTS, GRAIN, GRAIN_SYNC, HAND)
+    return Row(
+        f"S1 = B1 via fn.iterate, {n:,} elements",
+        {key: t.best for key, t in zip(keys, timings, strict=True)},
+    )
 
 
-def b3(n: int, budget: float) -> tuple[list[Any], dict[str, float]]:
+def b3(config: Config) -> Row:
+    n, budget = config.n, config.grain_budget
     keep = lambda x: x % 3 == 0  # noqa: E731
     stream = fn.batch(BATCH, fn.from_dataset(fn.filter(keep, fn.shuffle(fn.seed(2, fn.range(n))))))
 
@@ -80,20 +98,26 @@ def b3(n: int, budget: float) -> tuple[list[Any], dict[str, float]]:
         ds = grain.MapDataset.range(n).seed(2).shuffle().filter(keep)
         return lambda: list(ds.to_iter_dataset(options).batch(BATCH))
 
-    def hand() -> list[np.ndarray]:
-        kept = [x for x in np.random.default_rng(2).permutation(n).tolist() if x % 3 == 0]
-        return [np.array(kept[i : i + BATCH]) for i in range(0, len(kept), BATCH)]
-
     timings = measure_all(
         [
             Case("B3 grainfn", lambda: list(fn.iterate(stream))),
             Case("B3 Grain default", grain_read_b3(True), budget=budget),
             Case("B3 Grain threads=0", grain_read_b3(False), budget=budget),
-            Case("B3 hand loop", hand),
+            Case("B3 hand loop", lambda: hand_b3(n)),
         ]
     )
     check_same(timings[0].result, timings[1].result, timings[2].result)
-    return timings, {t.label: t.best for t in timings}
+    keys = (GRAINFN, GRAIN, GRAIN_SYNC, HAND)
+    return Row(
+        f"B3 shuffle+filter, stream batch({BATCH}), {n:,} elements",
+        {key: t.best for key, t in zip(keys, timings, strict=True)},
+    )
+
+
+def hand_b3(n: int) -> list[np.ndarray]:
+    """B3 by hand: a numpy permutation, the kept elements, an array per batch."""
+    kept = [x for x in np.random.default_rng(2).permutation(n).tolist() if x % 3 == 0]
+    return [np.array(kept[i : i + BATCH]) for i in range(0, len(kept), BATCH)]
 
 
 def state_costs(number: int) -> dict[str, float]:
@@ -140,130 +164,70 @@ def state_costs(number: int) -> dict[str, float]:
     return costs
 
 
+def state_table(costs: dict[str, float]) -> str:
+    """grainfn's and Grain's cost of each operation in `STATE_OPS`, and their ratio."""
+    libraries = ["grainfn", "Grain"]
+    rows = [
+        Row(op, {lib: costs[f"{lib} {op}"] for lib in libraries}, unit="us") for op in STATE_OPS
+    ]
+    ratios = [("Grain / grainfn", Row.speedup, "Grain")]
+    return results_table(rows, libraries, ratios, first="State operation")
+
+
 def add_draw(x: int, rng: np.random.Generator) -> Any:
     return x + rng.integers(0, 100)
 
 
 def check_same(ours: list[Any], *others: list[Any]) -> None:
     for other in others:
-        if len(other) != len(ours) or not all(
-            np.array_equal(a, b) for a, b in zip(ours, other, strict=True)
-        ):
-            raise AssertionError("grainfn's output differs from another implementation's")
+        require(same_outputs(ours, other), "grainfn's output differs from another implementation's")
+
+
+def targets(s1_row: Row, b3_row: Row, costs: dict[str, float]) -> Targets:
+    out = Targets()
+    out.at_most("S1: fn.iterate within 1.2x of fn.elements", s1_row.over(ELEMENTS), 1.2)
+    out.at_least("S1: >= 10x Grain default", s1_row.speedup(GRAIN), 10)
+    out.at_least("B3: >= 3x Grain default", b3_row.speedup(GRAIN), 3)
+    out.at_least("B3: >= 3x Grain threads=0", b3_row.speedup(GRAIN_SYNC), 3)
+    get_state = costs["grainfn get_state"]
+    out.add("get_state: microseconds", fmt_micros(get_state), get_state < 1e-4)
+    resume_growth = ratio(costs["grainfn resume at 10**6"], costs["grainfn resume at 10**3"])
+    out.add(
+        "resume: O(1) (at 10**6 / at 10**3 within 2x)",
+        fmt_ratio(resume_growth),
+        resume_growth is not None and resume_growth < 2,
+    )
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = argument_parser("benchmarks.streams", "grainfn streams against Grain").parse_args(argv)
-    n = 20_000 if args.quick else 200_000
-    budget = 5.0 if args.quick else 15.0
-    monitor = CpuMonitor().start()
-    report = Report("grainfn stream benchmarks")
+    run = Run("benchmarks.streams", __doc__, "grainfn stream benchmarks", argv)
+    config = run.choose(default=DEFAULT, quick=QUICK)
+    s1_row = run.section("S1", lambda: s1(config))
+    b3_row = run.section("B3", lambda: b3(config))
+    costs = run.section("state", lambda: state_costs(config.state_calls))
+    run.stop_clock()
 
-    _, s1_times = s1(n, budget)
-    _, b3_times = b3(n, budget)
-    costs = state_costs(200 if args.quick else 2000)
-
-    headers = [
-        "Benchmark",
-        "grainfn",
-        "Grain default",
-        "Grain threads=0",
-        "hand loop",
-        "vs Grain default",
-        "vs Grain threads=0",
-        "grainfn / hand loop",
+    report = run.report
+    ratios = [
+        ("vs Grain default", Row.speedup, GRAIN),
+        ("vs Grain threads=0", Row.speedup, GRAIN_SYNC),
+        ("grainfn / hand loop", Row.over, HAND),
     ]
-    rows = []
-    for name, times, prefix in (
-        (f"S1 = B1 via fn.iterate, {n:,} elements", s1_times, "S1"),
-        (f"B3 shuffle+filter, stream batch({BATCH}), {n:,} elements", b3_times, "B3"),
-    ):
-        ours = times[f"{prefix} grainfn fn.iterate" if prefix == "S1" else f"{prefix} grainfn"]
-        rows.append(
-            [
-                name,
-                fmt_seconds(ours),
-                fmt_seconds(times[f"{prefix} Grain default"]),
-                fmt_seconds(times[f"{prefix} Grain threads=0"]),
-                fmt_seconds(times[f"{prefix} hand loop"]),
-                fmt_ratio(ratio(times[f"{prefix} Grain default"], ours)),
-                fmt_ratio(ratio(times[f"{prefix} Grain threads=0"], ours)),
-                fmt_ratio(ratio(ours, times[f"{prefix} hand loop"])),
-            ]
-        )
-    report.add(markdown_table(headers, rows))
-    report.add()
-    stream_over_map = ratio(s1_times["S1 grainfn fn.iterate"], s1_times["S1 grainfn fn.elements"])
-    report.add(
-        f"S1 through fn.iterate takes {fmt_ratio(stream_over_map)} the time of the same dataset "
-        f"through fn.elements ({fmt_seconds(s1_times['S1 grainfn fn.elements'])})."
-    )
+    report.add(results_table([s1_row, b3_row], [GRAINFN, GRAIN, GRAIN_SYNC, HAND], ratios))
     report.add()
     report.add(
-        markdown_table(
-            ["State operation", "grainfn", "Grain", "Grain / grainfn"],
-            [
-                [
-                    op,
-                    fmt_micros(costs[f"grainfn {op}"]),
-                    fmt_micros(costs[f"Grain {op}"]),
-                    fmt_ratio(ratio(costs[f"Grain {op}"], costs[f"grainfn {op}"])),
-                ]
-                for op in ("get_state", "resume at 10**3", "resume at 10**6")
-            ],
-        )
+        f"S1 through fn.iterate takes {fmt_ratio(s1_row.over(ELEMENTS))} the time of the same "
+        f"dataset through fn.elements ({fmt_seconds(s1_row.per_item[ELEMENTS])})."
     )
+    report.add()
+    report.add(state_table(costs))
     report.add(
         "\nThe state benchmark reads `range(2_000_001)` through a stream random_map and "
         "batch(32); resuming means restoring the state and reading the first batch after it."
     )
     report.add()
-    resume_growth = ratio(costs["grainfn resume at 10**6"], costs["grainfn resume at 10**3"])
-    targets = [
-        (
-            "S1: fn.iterate within 1.2x of fn.elements",
-            fmt_ratio(stream_over_map),
-            stream_over_map is not None and stream_over_map <= 1.2,
-        ),
-        (
-            "S1: >= 10x Grain default",
-            fmt_ratio(ratio(s1_times["S1 Grain default"], s1_times["S1 grainfn fn.iterate"])),
-            s1_times["S1 Grain default"] >= 10 * s1_times["S1 grainfn fn.iterate"],
-        ),
-        (
-            "B3: >= 3x Grain default",
-            fmt_ratio(ratio(b3_times["B3 Grain default"], b3_times["B3 grainfn"])),
-            b3_times["B3 Grain default"] >= 3 * b3_times["B3 grainfn"],
-        ),
-        (
-            "B3: >= 3x Grain threads=0",
-            fmt_ratio(ratio(b3_times["B3 Grain threads=0"], b3_times["B3 grainfn"])),
-            b3_times["B3 Grain threads=0"] >= 3 * b3_times["B3 grainfn"],
-        ),
-        (
-            "get_state: microseconds",
-            fmt_micros(costs["grainfn get_state"]),
-            costs["grainfn get_state"] < 1e-4,
-        ),
-        (
-            "resume: O(1) (at 10**6 / at 10**3 within 2x)",
-            fmt_ratio(resume_growth),
-            resume_growth is not None and resume_growth < 2,
-        ),
-    ]
-    report.add(
-        markdown_table(
-            ["Target", "Measured", "Status"],
-            [[t, m, "met" if ok else "NOT met"] for t, m, ok in targets],
-        )
-    )
-    other = monitor.other_cpu_seconds()
-    if other is not None:
-        report.add(
-            f"\nOther processes used {other[0]:.0f} CPU-seconds during the {other[1]:.0f} s run."
-        )
-    if args.markdown:
-        report.write(args.markdown)
+    run.finish(targets(s1_row, b3_row, costs))
 
 
 if __name__ == "__main__":
