@@ -143,3 +143,31 @@ def test_bad_thread_options_are_refused() -> None:
         fn.from_dataset(fn.range(3), threads=-1)
     with pytest.raises(ValueError, match="buffer must be a positive integer, got 0"):
         fn.from_dataset(fn.range(3), buffer=0)
+
+
+def spin(x: int) -> int:
+    total = 0
+    for i in range(300):
+        total += i * x
+    return total
+
+
+def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
+    """A shared machine can make computing look like waiting; threads must then prove faster."""
+    ds = fn.map(spin, fn.range(4000))
+    reader = BlockReader(ds, 0, threads=4, buffer=64)
+    got: list[Any] = []
+    for _ in range(6):  # read in this thread: its cost per element is the baseline
+        got += reader.read()[1]
+    reader.start(seconds_per_element=reader.own_cost)
+    assert reader.threaded
+    gave_way = False
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            break
+        gave_way |= not reader.threaded
+    assert gave_way
+    assert got == [spin(x) for x in range(4000)]
+    wait_for_no_reader_threads()

@@ -10,8 +10,13 @@ Threads only help when reading a position waits (on a file, a network, a
 sleep) instead of computing: Python code holds the GIL, and then threads make
 a pipeline slower, not faster. So a reader allowed threads starts in the
 calling thread and measures each block: when the thread's CPU time is under
-half the wall time for two blocks in a row, reading waits, and it hands the
+half the wall time for three blocks in a row, reading waits, and it hands the
 positions ahead to a pool of threads. Cheap pipelines never pay for threads.
+Because a shared machine can also make a thread wait (another process took
+its core), the threads must then prove themselves: if the consumer does not
+wait at least 1.5x less per element than reading in its own thread cost, the
+reader goes back to its own thread, and tries threads again later, less and
+less often.
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ import numpy as np
 from grainfn._src.dataset import Dataset
 
 _WAITING_SHARE = 0.5  # CPU time below this share of wall time means reading waits
-_WAITING_BLOCKS = 2  # consecutive waiting blocks before threads start
+_WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
+_TRIAL_TASKS = 8  # tasks over which threads must prove faster than this thread
+_REQUIRED_GAIN = 1.5  # how much less threads must keep the consumer waiting
+_FIRST_BACKOFF = 16  # blocks in this thread before threads are tried again (then doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 _MAX_TASK = 1024
 
@@ -128,6 +136,19 @@ class BlockReader:
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
         self.ahead = 0  # positions handed to the executor and not yet returned
         self.task_size = 1
+        self.own_costs: collections.deque[float] = collections.deque(maxlen=8)
+        self.trial = [0.0, 0, 0]  # threads on trial: seconds waited, elements, tasks
+        self.blocks_before_threads = 0
+        self.backoff = _FIRST_BACKOFF
+
+    @property
+    def own_cost(self) -> float:
+        """Seconds per element reading in the calling thread: the least of the last blocks.
+
+        The least, because small blocks carry a fixed cost and a shared machine
+        can stall any block; 0 when nothing was read in the calling thread yet.
+        """
+        return min(self.own_costs, default=0.0)
 
     @property
     def threaded(self) -> bool:
@@ -154,10 +175,12 @@ class BlockReader:
         self.position = first + len(block)
         if error is not None:
             return self._fail(first, block, error)
+        self.own_costs.append(wall / (stop - first))
+        self.blocks_before_threads = max(0, self.blocks_before_threads - 1)
         if self.threads and wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall:
             self.waiting_blocks += 1
-            if self.waiting_blocks >= _WAITING_BLOCKS:
-                self.start(seconds_per_element=wall / (stop - first))
+            if self.waiting_blocks >= _WAITING_BLOCKS and not self.blocks_before_threads:
+                self.start(seconds_per_element=self.own_cost)
         else:
             self.waiting_blocks = 0
         return first, block
@@ -171,6 +194,7 @@ class BlockReader:
         if seconds_per_element is not None:
             self.task_size = _task_size(seconds_per_element, self.executor.task_seconds)
         self.reads_ahead = True
+        self.trial = [0.0, 0, 0]
         self._submit()
 
     def close(self) -> None:
@@ -202,16 +226,45 @@ class BlockReader:
             self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
         first, stop, task = self.pending.popleft()
+        started = time.perf_counter()
         block, error, seconds = task.result()
+        waited = time.perf_counter() - started
         self.ahead -= stop - first
         if error is not None:
             self._drop_pending()
             self.position = first + len(block)
             return self._fail(first, block, error)
-        assert self.executor is not None
-        self.task_size = _task_size(seconds / len(block), self.executor.task_seconds)
+        executor = self.executor
+        assert executor is not None
+        if isinstance(executor, ThreadExecutor) and self._threads_lose(waited, len(block)):
+            self._back_to_this_thread(first + len(block))
+            return first, block
+        self.task_size = _task_size(seconds / len(block), executor.task_seconds)
         self._submit()  # keep the executor busy while the consumer works on this block
         return first, block
+
+    def _threads_lose(self, waited: float, elements: int) -> bool:
+        """Whether threads, on trial, keep the consumer waiting about as long as no threads."""
+        trial = self.trial
+        trial[0] += waited
+        trial[1] += elements
+        trial[2] += 1
+        if trial[2] < _TRIAL_TASKS:
+            return False
+        waited_per_element = trial[0] / trial[1]
+        self.trial = [0.0, 0, 0]  # judge again over the next tasks
+        return self.own_cost > 0 and waited_per_element * _REQUIRED_GAIN > self.own_cost
+
+    def _back_to_this_thread(self, position: int) -> None:
+        self._drop_pending()
+        if self.executor is not None:
+            self.executor.close()
+        self.executor = None
+        self.reads_ahead = False
+        self.position = position
+        self.waiting_blocks = 0
+        self.blocks_before_threads = self.backoff
+        self.backoff *= 2
 
     def _fail(self, first: int, block: list[Any], error: Exception) -> tuple[int, list[Any]]:
         if not block:
