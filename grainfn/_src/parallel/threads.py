@@ -10,7 +10,7 @@ Threads only help when reading a position waits (on a file, a network, a
 sleep) instead of computing: Python code holds the GIL, and then threads make
 a pipeline slower, not faster. So a reader allowed threads starts in the
 calling thread and measures each block: when the thread's CPU time is under
-half the wall time for three blocks in a row, reading waits, and it hands the
+a quarter of the wall time for three blocks in a row, reading waits, and it hands the
 positions ahead to a pool of threads. Cheap pipelines never pay for threads.
 Because a shared machine can also make a thread wait (another process took
 its core), the threads must then prove themselves: if the consumer does not
@@ -31,9 +31,9 @@ import numpy as np
 
 from grainfn._src.dataset import Dataset
 
-_WAITING_SHARE = 0.5  # CPU time below this share of wall time means reading waits
+_WAITING_SHARE = 0.25  # CPU time below this share of wall time means reading waits
 _WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
-_TRIAL_TASKS = 8  # tasks over which threads must prove faster than this thread
+_TRIAL_TASKS = 4  # tasks over which threads must prove faster than this thread
 _REQUIRED_GAIN = 1.5  # how much less threads must keep the consumer waiting
 _FIRST_BACKOFF = 16  # blocks in this thread before threads are tried again (then doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
