@@ -56,7 +56,7 @@ def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> No
         got.append(element)
         states.append(it.state)
         if len(got) == 50:
-            assert it._cursor.parent.reader.threaded  # type: ignore[attr-defined]
+            assert it._cursor.parent.reader.reads_ahead  # type: ignore[attr-defined]
     assert got == plain
     wait_for_no_reader_threads()  # threads end once everything is read
     for k in (0, 7, 51, len(plain) - 1):
@@ -67,7 +67,7 @@ def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> No
 def test_cheap_reads_stay_in_the_calling_thread() -> None:
     it = fn.iterate(fn.from_dataset(fn.map(lambda x: x + 1, fn.range(20_000)), threads=16))
     assert sum(it) == sum(range(1, 20_001))
-    assert not it._cursor.reader.threaded  # type: ignore[attr-defined]
+    assert not it._cursor.reader.reads_ahead  # type: ignore[attr-defined]
 
 
 def test_an_error_in_a_thread_surfaces_at_its_position() -> None:
@@ -160,14 +160,14 @@ def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
     for _ in range(6):  # read in this thread: its cost per element is the baseline
         got += reader.read()[1]
     reader.start(seconds_per_element=reader.own_cost)
-    assert reader.threaded
+    assert reader.reads_ahead
     gave_way = False
     while True:
         try:
             got += reader.read()[1]
         except StopIteration:
             break
-        gave_way |= not reader.threaded
+        gave_way |= not reader.reads_ahead
     assert gave_way
     assert got == [spin(x) for x in range(4000)]
     wait_for_no_reader_threads()

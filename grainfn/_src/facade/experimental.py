@@ -63,7 +63,10 @@ class FlatMapMapDataset(MapDataset[Any]):
 
     def __init__(self, parent: MapDataset[Any], transform: FlatMap) -> None:
         super().__init__(parent)
-        self._core = parent.flat_map(_flat_map(transform)).core
+        transform = _flat_map(transform)
+        self._core = fn.flat_map(
+            transform.flat_map, _map_core(parent), max_fan_out=transform.max_fan_out
+        )
 
 
 class FlatMapIterDataset(IterDataset[Any]):

@@ -32,7 +32,7 @@ import traceback
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing import resource_tracker, shared_memory
-from typing import Any
+from typing import Any, NoReturn
 
 import cloudpickle
 
@@ -79,11 +79,6 @@ class WorkerPool:
         self._done: dict[int, Result] = {}
         self._cancelled: set[int] = set()
         self._finalizer: weakref.finalize[Any, Any] | None = None
-
-    @property
-    def started(self) -> bool:
-        """Whether the processes were started."""
-        return bool(self.processes)
 
     def start(self) -> None:
         """Starts the processes (once); they load the datasets while the parent goes on."""
@@ -159,16 +154,17 @@ class WorkerPool:
         task, data, segment, sizes, error, seconds = message
         expected = self._expected[worker].popleft()
         assert task == expected, f"worker {worker} answered task {task}, expected {expected}"
-        block = decode(data, segment, sizes)
         if task in self._cancelled:
             self._cancelled.discard(task)
+            unlink(segment)  # nobody will read it: no need to map it
             return
+        block = decode(data, segment, sizes)
         failure = None
         if error is not None:
             failure = _rebuild_error(error[0], error[1], f"grainfn worker {worker}")
         self._done[task] = (block, failure, seconds)
 
-    def _raise_dead(self, worker: int) -> Any:
+    def _raise_dead(self, worker: int) -> NoReturn:
         process = self.processes[worker]
         process.join(timeout=1.0)
         code = process.exitcode

@@ -132,7 +132,7 @@ class BlockReader:
         self.waiting_blocks = 0
         self.error: Exception | None = None  # raised by the next read
         self.executor = executor
-        self.reads_ahead = False
+        self.reads_ahead = False  # whether threads or processes read ahead
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
         self.ahead = 0  # positions handed to the executor and not yet returned
         self.task_size = 1
@@ -149,11 +149,6 @@ class BlockReader:
         can stall any block; 0 when nothing was read in the calling thread yet.
         """
         return min(self.own_costs, default=0.0)
-
-    @property
-    def threaded(self) -> bool:
-        """Whether threads or processes read ahead."""
-        return self.reads_ahead
 
     def read(self) -> tuple[int, list[Any]]:
         """Returns `(first position, elements)` of the next block; StopIteration at the end."""
