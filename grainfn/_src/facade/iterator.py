@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from grainfn._src.checkpoint import background
 from grainfn._src.reading import StateCodec
 from grainfn._src.stream import Stream, StreamIterator
 
@@ -75,6 +76,14 @@ class DatasetIterator(Iterator[T]):
         record = self._codec.decode(state)
         self._core.close()
         self._attach(StreamIterator(self._core.stream, record))
+
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable save: takes the state now, returns the background write."""
+        return background.save(self, directory)
+
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable load: returns the background read that sets the state."""
+        return background.load(self, directory)
 
     def start_prefetch(self) -> None:
         """Starts the background reads now, for example before restoring a model."""
