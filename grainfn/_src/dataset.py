@@ -115,8 +115,15 @@ def set_length(record: Dataset[Any], length: int) -> None:
 
 
 def function_name(fn: Any) -> str:
-    """A short readable name for a user function or transform object."""
-    name = getattr(fn, "__qualname__", None) or getattr(type(fn), "__qualname__", None)
+    """A short readable name for a user function or transform object.
+
+    An object can name itself with a `display_name` string attribute.
+    """
+    name = (
+        getattr(fn, "display_name", None)
+        or getattr(fn, "__qualname__", None)
+        or getattr(type(fn), "__qualname__", None)
+    )
     return str(name) if name else repr(fn)
 
 
