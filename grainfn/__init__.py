@@ -14,33 +14,63 @@ Two faces over one core:
 [[3, 5, 6, 7], [0, 1, 2, 4]]
 """
 
-from grainfn import experimental, fn, python, sources, transforms
+import importlib
+from typing import Any
+
+from grainfn import experimental, fn, python, samplers, sharding, sources, transforms
+from grainfn._src.array_record.source import ArrayRecordDataSource
 from grainfn._src.dataset import Dataset
 from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.loader import DataLoader, DataLoaderIterator, load
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.facade.transforms import Batch
 from grainfn._src.facade.transforms import Filter as FilterTransform
 from grainfn._src.facade.transforms import Map as MapTransform
 from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
+from grainfn._src.loader.records import Record, RecordMetadata
+from grainfn._src.loader.samplers import IndexSampler, SequentialSampler
+from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
 from grainfn._src.sources import RandomAccessDataSource
 
 __all__ = [
+    "ArrayRecordDataSource",
     "Batch",
+    "DataLoader",
+    "DataLoaderIterator",
     "Dataset",
     "DatasetIterator",
     "FilterTransform",
+    "IndexSampler",
     "IterDataset",
     "MapDataset",
     "MapTransform",
     "MultiprocessingOptions",
+    "NoSharding",
     "RandomAccessDataSource",
     "RandomMapTransform",
     "ReadOptions",
+    "Record",
+    "RecordMetadata",
+    "SequentialSampler",
+    "ShardByJaxProcess",
+    "ShardOptions",
+    "checkpoint",
     "experimental",
     "fn",
+    "load",
     "python",
+    "samplers",
+    "sharding",
     "sources",
     "transforms",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # `grainfn.checkpoint` imports Orbax and JAX (about a second), so it is
+    # imported on first use rather than with grainfn.
+    if name == "checkpoint":
+        return importlib.import_module("grainfn.checkpoint")
+    raise AttributeError(f"module 'grainfn' has no attribute {name!r}")

@@ -3,9 +3,15 @@
 `import grainfn.python as grain` runs code written for `import grain.python as grain`.
 """
 
+import importlib
+from typing import Any
+
 from grainfn import experimental
+from grainfn._src.array_record.source import ArrayRecordDataSource
 from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.loader import DataLoader, load
+from grainfn._src.facade.loader import DataLoaderIterator as PyGrainDatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.facade.transforms import (
     Batch,
@@ -18,24 +24,62 @@ from grainfn._src.facade.transforms import FlatMap as FlatMapTransform
 from grainfn._src.facade.transforms import Map as MapTransform
 from grainfn._src.facade.transforms import MapWithIndex as MapWithIndexTransform
 from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
+from grainfn._src.loader.operations import (
+    BatchOperation,
+    FilterOperation,
+    MapOperation,
+    RandomMapOperation,
+)
+from grainfn._src.loader.records import Record, RecordMetadata
+from grainfn._src.loader.samplers import IndexSampler, Sampler, SequentialSampler
+from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
 from grainfn._src.sources import RandomAccessDataSource, RangeDataSource
 
 __all__ = [
+    "ArrayRecordDataSource",
     "Batch",
+    "BatchOperation",
+    "DataLoader",
     "DatasetIterator",
     "DatasetSelectionMap",
+    "FilterOperation",
     "FilterTransform",
     "FlatMapTransform",
+    "IndexSampler",
     "IterDataset",
     "MapDataset",
+    "MapOperation",
     "MapTransform",
     "MapWithIndexTransform",
     "MultiprocessingOptions",
+    "NoSharding",
+    "PyGrainDatasetIterator",
     "RandomAccessDataSource",
+    "RandomMapOperation",
     "RandomMapTransform",
     "RangeDataSource",
     "ReadOptions",
+    "Record",
+    "RecordMetadata",
+    "Sampler",
+    "SequentialSampler",
+    "ShardByJaxProcess",
+    "ShardOptions",
     "Transformation",
     "Transformations",
     "experimental",
+    "load",
 ]
+
+_CHECKPOINT_NAMES = {
+    "PyGrainCheckpointHandler": "CheckpointHandler",
+    "PyGrainCheckpointSave": "CheckpointSave",
+    "PyGrainCheckpointRestore": "CheckpointRestore",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The checkpoint names import Orbax and JAX, so they are looked up on first use.
+    if name in _CHECKPOINT_NAMES:
+        return getattr(importlib.import_module("grainfn.checkpoint"), _CHECKPOINT_NAMES[name])
+    raise AttributeError(f"module 'grainfn.python' has no attribute {name!r}")

@@ -1,0 +1,307 @@
+"""Grain's DataLoader, its iterator and `load`: thin wrappers over `loader_stream`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from grainfn._src import validate
+from grainfn._src.checkpoint import background
+from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
+from grainfn._src.facade.transforms import Batch
+from grainfn._src.loader.pipeline import check_operation, loader_stream
+from grainfn._src.loader.samplers import IndexSampler
+from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
+from grainfn._src.sources import check_source
+from grainfn._src.stream import Stream
+
+LOADER_FIELDS = ("sampler", "data_source")
+"""The fields of a DataLoader state that name the loader, besides the pipeline."""
+
+
+class DataLoader:
+    """Reads a source in the order a sampler gives, through operations: Grain's DataLoader.
+
+    With `worker_count=N` the reads and per-record operations run in N worker
+    processes, and the output is the same for every N (0 included); a state
+    saved with N workers restores with any other number.
+
+    Args:
+        data_source: A random-access source: `len(source)` and `source[key]`.
+        sampler: Which record to read at each step, e.g. an `IndexSampler`.
+        operations: Map, RandomMap, MapWithIndex, Filter, FlatMap and Batch
+            transformations, applied in order to each record's data.
+        worker_count: Worker processes; 0 reads here, None uses every core.
+        worker_buffer_size: Blocks each worker computes ahead (0 counts as 1).
+        shard_options: Which shard of the sampler's indices to read; None
+            takes the sampler's own.
+        read_options: Threads and read-ahead when reading waits (see ReadOptions).
+        enable_profiling: Accepted for Grain compatibility; grainfn has no profiler.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> loader = grain.DataLoader(
+        ...     data_source=list(range(10)),
+        ...     sampler=grain.samplers.IndexSampler(10, num_epochs=1, shuffle=True, seed=1),
+        ...     operations=[grain.transforms.Batch(4)],
+        ... )
+        >>> [batch.tolist() for batch in loader]
+        [[5, 7, 6, 0], [4, 8, 9, 2], [1, 3]]
+    """
+
+    def __init__(
+        self,
+        *,
+        data_source: Any,
+        sampler: Any,
+        operations: Sequence[Any] = (),
+        worker_count: int | None = 0,
+        worker_buffer_size: int = 1,
+        shard_options: ShardOptions | None = None,
+        read_options: ReadOptions | None = None,
+        enable_profiling: bool = False,
+    ) -> None:
+        self._data_source = check_source(data_source)
+        if not callable(getattr(sampler, "__getitem__", None)):
+            raise TypeError(
+                f"sampler must answer sampler[index] with a RecordMetadata (an IndexSampler, "
+                f"for example), got {sampler!r} of type {type(sampler).__name__}."
+            )
+        self._sampler = sampler
+        if isinstance(operations, (str, bytes)) or not isinstance(operations, Sequence):
+            operations = [operations]
+        self._operations = tuple(check_operation(op) for op in operations)
+        count = available_cores() if worker_count is None else worker_count
+        count = validate.check_nonnegative_int(count, "worker_count")
+        buffer = validate.check_nonnegative_int(worker_buffer_size, "worker_buffer_size")
+        self._multiprocessing_options = MultiprocessingOptions(
+            num_workers=count,
+            per_worker_buffer_size=max(1, buffer),
+            enable_profiling=bool(enable_profiling),
+        )
+        self._shard_options = _shard_options(shard_options, sampler)
+        self._read_options = read_options or ReadOptions()
+        if not isinstance(self._read_options, ReadOptions):
+            raise TypeError(f"read_options must be a grainfn.ReadOptions, got {read_options!r}.")
+
+    @property
+    def multiprocessing_options(self) -> MultiprocessingOptions:
+        """The worker processes and their buffers."""
+        return self._multiprocessing_options
+
+    @property
+    def shard_options(self) -> ShardOptions:
+        """The shard this loader reads."""
+        return self._shard_options
+
+    def stream(self, worker_init_fn: Callable[[int, int], Any] | None = None) -> Stream[Any]:
+        """The core stream this loader reads (see `grainfn.fn`)."""
+        options = self._read_options
+        return loader_stream(
+            self._data_source,
+            self._sampler,
+            self._operations,
+            self._shard_options,
+            worker_count=self._multiprocessing_options.num_workers,
+            worker_buffer_size=self._multiprocessing_options.per_worker_buffer_size,
+            read_threads=options.num_threads if options.prefetch_buffer_size else 0,
+            read_buffer=options.prefetch_buffer_size,
+            worker_init_fn=worker_init_fn,
+        )
+
+    def identity(self) -> dict[str, str]:
+        """What names this loader in its states, besides the pipeline: sampler and source."""
+        return {"sampler": repr(self._sampler), "data_source": source_repr(self._data_source)}
+
+    def __iter__(self) -> DataLoaderIterator:
+        return DataLoaderIterator(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"DataLoader(data_source={source_repr(self._data_source)}, "
+            f"sampler={self._sampler!r}, operations={len(self._operations)}, "
+            f"worker_count={self._multiprocessing_options.num_workers})"
+        )
+
+
+class DataLoaderIterator(Iterator[Any]):
+    """An iterator over a DataLoader, whose state is JSON bytes: Grain's DataLoaderIterator.
+
+    The state names the pipeline, the sampler and the source; `set_state`
+    refuses one of another loader and says what differs. The worker count is
+    recorded but not checked: a state restores with any number of workers.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> loader = grain.DataLoader(
+        ...     data_source="abcdef", sampler=grain.samplers.SequentialSampler(6)
+        ... )
+        >>> it = iter(loader)
+        >>> next(it), next(it)
+        ('a', 'b')
+        >>> state = it.get_state()
+        >>> next(it)
+        'c'
+        >>> it.set_state(state)
+        >>> next(it)
+        'c'
+    """
+
+    def __init__(self, loader: DataLoader) -> None:
+        self._loader = loader
+        self._identity = loader.identity()
+        self._iterator: DatasetIterator[Any] = DatasetIterator.over(loader.stream())
+        self._next = self._iterator.__next__
+
+    @property
+    def dataset_iterator(self) -> DatasetIterator[Any]:
+        """The DatasetIterator underneath, whose `.core` is the core iterator."""
+        return self._iterator
+
+    def __iter__(self) -> DataLoaderIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return self._next()
+
+    def get_state(self) -> bytes:
+        """The position after the last element returned, as JSON bytes."""
+        state = self._iterator.get_state()
+        state.update(self._identity)
+        state["worker_count"] = self._loader.multiprocessing_options.num_workers
+        return json.dumps(state, indent=2).encode()
+
+    def set_state(self, state: bytes | str | dict[str, Any]) -> None:
+        """Continues from a state `get_state` returned for this loader (with any worker count).
+
+        Raises:
+            ValueError: if the state is not JSON, or belongs to another loader
+                (source, sampler or operations) or version; the message says
+                what differs.
+        """
+        data = _parse_state(state)
+        for field in LOADER_FIELDS:
+            if field not in data:
+                raise ValueError(f"DataLoader state is truncated: field {field!r} is missing.")
+            if data[field] != self._identity[field]:
+                raise ValueError(
+                    f"State belongs to another DataLoader: its {field} is {data[field]!r}, "
+                    f"this loader's is {self._identity[field]!r}."
+                )
+        self._iterator.set_state(
+            {
+                key: value
+                for key, value in data.items()
+                if key not in (*LOADER_FIELDS, "worker_count")
+            }
+        )
+
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable save: takes the state now, returns the background write."""
+        return background.save(self, directory)
+
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable load: returns the background read that sets the state."""
+        return background.load(self, directory)
+
+    def start_prefetch(self) -> None:
+        """Starts the background reads (and worker processes) now."""
+        self._iterator.start_prefetch()
+
+    def close(self) -> None:
+        """Stops the worker processes and threads; `next` then raises ValueError."""
+        self._iterator.close()
+
+    def __enter__(self) -> DataLoaderIterator:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DataLoaderIterator(state={self.get_state().decode()})"
+
+
+def load(
+    source: Any,
+    *,
+    num_epochs: int | None = None,
+    shuffle: bool = False,
+    seed: int | None = None,
+    shard_options: ShardOptions | None = None,
+    transformations: Sequence[Any] = (),
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
+    worker_count: int | None = 0,
+    read_options: ReadOptions | None = None,
+) -> DataLoader:
+    """A DataLoader over `source` with an IndexSampler: Grain's one-call `load`.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> loader = grain.load(list(range(6)), num_epochs=1, batch_size=4)
+        >>> [batch.tolist() for batch in loader]
+        [[0, 1, 2, 3], [4, 5]]
+    """
+    sampler = IndexSampler(
+        num_records=len(check_source(source)),
+        shard_options=shard_options or NoSharding(),
+        shuffle=shuffle,
+        num_epochs=num_epochs,
+        seed=seed,
+    )
+    steps = list(transformations) if isinstance(transformations, Sequence) else [transformations]
+    if batch_size is not None:
+        steps.append(Batch(batch_size, drop_remainder=drop_remainder))
+    return DataLoader(
+        data_source=source,
+        sampler=sampler,
+        operations=steps,
+        worker_count=worker_count,
+        read_options=read_options,
+    )
+
+
+def source_repr(source: Any) -> str:
+    """How a loader state names its source: the type of an in-memory sequence, else its repr."""
+    if isinstance(source, (list, tuple, np.ndarray, str, bytes)):
+        return str(type(source))
+    return repr(source)
+
+
+def _shard_options(options: ShardOptions | None, sampler: Any) -> ShardOptions:
+    if options is not None:
+        return check_shard_options(options)
+    own = getattr(sampler, "shard_options", None)
+    if isinstance(own, ShardOptions):
+        return own
+    raise ValueError(
+        f"DataLoader needs shard_options: the sampler {sampler!r} has none. Pass "
+        "shard_options=grainfn.sharding.NoSharding() to read all the data, or "
+        "ShardByJaxProcess() to split it between JAX processes."
+    )
+
+
+def _parse_state(state: Any) -> dict[str, Any]:
+    if isinstance(state, dict):
+        return state
+    if not isinstance(state, (bytes, bytearray, str)):
+        raise TypeError(
+            f"DataLoader states are JSON bytes from get_state(), got {type(state).__name__}."
+        )
+    try:
+        data = json.loads(state)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"DataLoader state is not valid JSON ({error}).") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"DataLoader state must be a JSON object, got {type(data).__name__}.")
+    if "last_seen_indices" in data:
+        raise ValueError(
+            "This state was written by Grain's DataLoader; grainfn cannot continue from it. "
+            "Pass a state that get_state() of a grainfn DataLoader iterator returned."
+        )
+    return data

@@ -1,0 +1,157 @@
+"""A DataLoader's operations as functions of records, and Grain's legacy operation classes.
+
+Each transformation becomes a plain function of a `Record` that applies the
+user's method to the record's data and keeps its metadata: `RandomMap` draws
+from the record's generator, `MapWithIndex` sees the record's sampler index,
+`Batch` keeps the last record's metadata, and `FlatMap` numbers its parts
+`index * max_fan_out + j`, as Grain's DataLoader does. The functions are
+frozen records, so they pickle to worker processes and name themselves in the
+pipeline description.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grainfn._src import tree
+from grainfn._src.dataset import function_name
+from grainfn._src.loader.records import Record, RecordMetadata
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordMap:
+    """`Record(meta, fn(data))`."""
+
+    fn: Callable[[Any], Any]
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return f"Map {function_name(self.fn)}"
+
+    def __call__(self, record: Record[Any]) -> Record[Any]:
+        """The mapped record."""
+        return Record(record.metadata, self.fn(record.data))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordRandomMap:
+    """`Record(meta, fn(data, meta.rng))`: draws from the record's own generator."""
+
+    fn: Callable[[Any, Any], Any]
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return f"RandomMap {function_name(self.fn)}"
+
+    def __call__(self, record: Record[Any]) -> Record[Any]:
+        """The mapped record."""
+        meta = record.metadata
+        return Record(meta, self.fn(record.data, meta.rng))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordIndexMap:
+    """`Record(meta, fn(meta.index, data))`: sees the record's sampler index."""
+
+    fn: Callable[[int, Any], Any]
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return f"MapWithIndex {function_name(self.fn)}"
+
+    def __call__(self, record: Record[Any]) -> Record[Any]:
+        """The mapped record."""
+        meta = record.metadata
+        return Record(meta, self.fn(meta.index, record.data))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordFilter:
+    """Whether `fn(data)` keeps the record."""
+
+    fn: Callable[[Any], Any]
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return f"Filter {function_name(self.fn)}"
+
+    def __call__(self, record: Record[Any]) -> bool:
+        """Whether to keep the record."""
+        return bool(self.fn(record.data))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordFlatMap:
+    """The parts of `fn(data)`, each a record numbered `index * max_fan_out + j`."""
+
+    fn: Callable[[Any], Sequence[Any]]
+    max_fan_out: int
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return f"FlatMap {function_name(self.fn)}, max_fan_out={self.max_fan_out}"
+
+    def __call__(self, record: Record[Any]) -> list[Record[Any]]:
+        """The parts of the record."""
+        first = record.metadata.index * self.max_fan_out
+        return [
+            Record(RecordMetadata(first + j), part) for j, part in enumerate(self.fn(record.data))
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordBatch:
+    """One record of the batched data, with the last record's metadata minus its key."""
+
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+    @property
+    def display_name(self) -> str:
+        """How the pipeline description names this operation."""
+        return "Batch" if self.batch_fn is None else f"Batch {function_name(self.batch_fn)}"
+
+    def __call__(self, records: Sequence[Record[Any]]) -> Record[Any]:
+        """The batch of the records."""
+        make = self.batch_fn or tree.stack
+        return Record(records[-1].metadata.remove_record_key(), make([r.data for r in records]))
+
+
+# Grain's legacy operation classes (`grain.python.MapOperation`, ...), taken as
+# the transformations they stand for.
+
+
+@dataclasses.dataclass(frozen=True)
+class MapOperation:
+    """Legacy: applies `map_function` to each record's data; prefer `transforms.Map`."""
+
+    map_function: Callable[[Any], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomMapOperation:
+    """Legacy: `random_map_function(data, rng)`; prefer `transforms.RandomMap`."""
+
+    random_map_function: Callable[[Any, Any], Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterOperation:
+    """Legacy: keeps records where `condition_function(data)`; prefer `transforms.Filter`."""
+
+    condition_function: Callable[[Any], bool]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchOperation:
+    """Legacy: batches `batch_size` records; prefer `transforms.Batch`."""
+
+    batch_size: int
+    drop_remainder: bool = False
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None

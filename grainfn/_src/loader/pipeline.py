@@ -1,0 +1,133 @@
+"""A DataLoader's pipeline, built with the core combinators.
+
+The records of one shard (`sampled`) go through the operations as record
+functions. Everything stays map-level as long as the order allows: maps,
+random maps, filters (which leave holes) and batches of consecutive records.
+The first batch after a filter, and any flat_map, turn the dataset into a
+stream (`from_dataset` with the read options), and what follows runs on the
+stream. So with workers, all the map-level work (reading included) runs in
+the worker processes, and the many-to-one steps after it run here; the
+elements and states are those of the same pipeline without workers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from grainfn._src import element_ops
+from grainfn._src.combinators import elements, positions
+from grainfn._src.dataset import Dataset
+from grainfn._src.facade import transforms
+from grainfn._src.loader import operations as ops
+from grainfn._src.loader.records import record_data
+from grainfn._src.loader.sampled import sampled
+from grainfn._src.loader.sharding import ShardOptions
+from grainfn._src.stream import Stream
+
+
+def loader_stream(
+    source: Any,
+    sampler: Any,
+    operations: Sequence[Any],
+    shard: ShardOptions,
+    *,
+    worker_count: int = 0,
+    worker_buffer_size: int = 1,
+    read_threads: int = 0,
+    read_buffer: int = 500,
+    worker_init_fn: Callable[[int, int], Any] | None = None,
+) -> Stream[Any]:
+    """The stream of a DataLoader: shard `shard`'s records through `operations`.
+
+    Examples:
+        >>> from grainfn._src.loader.samplers import SequentialSampler
+        >>> from grainfn._src.loader.sharding import NoSharding
+        >>> from grainfn._src.reading import iterate
+        >>> batch = ops.BatchOperation(2)
+        >>> stream = loader_stream("abcde", SequentialSampler(5), [batch], NoSharding())
+        >>> [b.tolist() for b in iterate(stream)]
+        [['a', 'b'], ['c', 'd'], ['e']]
+    """
+
+    def to_stream(data: Any) -> Stream[Any]:
+        if isinstance(data, Stream):
+            return data
+        return positions.from_dataset(data, threads=read_threads, buffer=max(1, read_buffer))
+
+    data: Dataset[Any] | Stream[Any] = sampled(source, sampler, shard)
+    for operation in operations:
+        data = _apply(check_operation(operation), data, to_stream)
+    stream = to_stream(elements.map(record_data, data))
+    if worker_count > 0:
+        stream = positions.mp_prefetch(
+            worker_count,
+            stream,
+            buffer_per_worker=max(1, worker_buffer_size),
+            worker_init_fn=worker_init_fn,
+        )
+    return stream
+
+
+def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -> Any:
+    if isinstance(operation, (transforms.Batch, ops.BatchOperation)):
+        if isinstance(data, Dataset) and element_ops.upstream_holes(data) is not None:
+            data = to_stream(data)
+        return elements.batch(
+            operation.batch_size,
+            data,
+            drop_remainder=operation.drop_remainder,
+            batch_fn=ops.RecordBatch(operation.batch_fn),
+        )
+    if isinstance(operation, transforms.FlatMap):
+        record_fn = ops.RecordFlatMap(operation.flat_map, operation.max_fan_out)
+        return elements.flat_map(record_fn, to_stream(data))
+    if isinstance(operation, transforms.Filter):
+        return elements.filter(ops.RecordFilter(operation.filter), data)
+    if isinstance(operation, ops.FilterOperation):
+        return elements.filter(ops.RecordFilter(operation.condition_function), data)
+    return elements.map(_record_map(operation), data)
+
+
+def _record_map(operation: Any) -> Callable[[Any], Any]:
+    if isinstance(operation, transforms.Map):
+        return ops.RecordMap(operation.map)
+    if isinstance(operation, ops.MapOperation):
+        return ops.RecordMap(operation.map_function)
+    if isinstance(operation, transforms.RandomMap):
+        return ops.RecordRandomMap(operation.random_map)
+    if isinstance(operation, ops.RandomMapOperation):
+        return ops.RecordRandomMap(operation.random_map_function)
+    return ops.RecordIndexMap(check_operation(operation).map_with_index)
+
+
+OPERATIONS = (
+    transforms.Map,
+    transforms.RandomMap,
+    transforms.MapWithIndex,
+    transforms.Filter,
+    transforms.FlatMap,
+    transforms.Batch,
+    ops.MapOperation,
+    ops.RandomMapOperation,
+    ops.FilterOperation,
+    ops.BatchOperation,
+)
+"""The operation classes a DataLoader takes: Grain's transformations and legacy operations."""
+
+
+def check_operation(operation: Any) -> Any:
+    """`operation` if a DataLoader takes it.
+
+    Raises:
+        TypeError: for anything else (a function of the whole iterator cannot be
+            checkpointed), naming the classes that are taken.
+    """
+    if isinstance(operation, OPERATIONS):
+        return operation
+    raise TypeError(
+        f"DataLoader operations must be Map, RandomMap, MapWithIndex, Filter, FlatMap or Batch "
+        f"transformations (grainfn.transforms), got {operation!r} of type "
+        f"{type(operation).__name__}. A function of the whole iterator cannot be checkpointed: "
+        "write it as one of these."
+    )
