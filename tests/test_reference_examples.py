@@ -22,28 +22,20 @@ give, the test asserts what Grain 0.2.18 does and says so in a comment.
 Examples that need a random seed or a pipeline are written once, as a function
 of the `grain` module, and run with grainfn and with Grain.
 
-Skipped examples (they need parts of Grain that are later issues):
+The DataLoader, IndexSampler, `grain.load`, sharding, ArrayRecord and Orbax
+examples (overview "DataLoader", "grain.load", "ArrayRecordDataSource",
+"ShardOptions / ShardByJaxProcess / NoSharding", "IndexSampler", the
+DataLoader of "Transformation base classes" and "DatasetIterator.get_state /
+set_state" through Orbax; the API reference's `MapDataset.source` over an
+ArrayRecordDataSource; the quick reference's DataLoader, IndexSampler,
+sharding and training-loop examples) are run in
+test_reference_loader_examples.py.
 
-- overview "DatasetIterator.get_state / set_state": saves and restores through
-  Orbax's `CheckpointManager` with `grain.checkpoint.CheckpointSave/Restore`.
-  `get_state` and `set_state` themselves are run by the tutorial's
-  DatasetIterator cells below.
-- overview "DataLoader", "grain.load", "ArrayRecordDataSource",
-  "ShardOptions / ShardByJaxProcess / NoSharding" and "IndexSampler": they need
-  `DataLoader`, `IndexSampler`, `grain.load`, `ArrayRecordDataSource` or the
-  sharding options (the last also slices by `shard.shard_index`).
-- overview "Transformation base classes": only its last statement, the
-  `grain.DataLoader(..., sampler=sampler, operations=[RandomCrop(...), ...])`;
-  the classes and the Dataset pipeline are tested, and `RandomCrop` is run with
-  `random_map` instead.
-- API reference `MapDataset.source`: `MapDataset.source(ArrayRecordDataSource(paths))`
-  (ArrayRecordDataSource); its Sequence example is tested.
+Examples not run:
+
 - tutorial "Installs PyGrain": `!pip install grain`, a shell command.
-- quick reference: the DataLoader "Basic Structure", the `IndexSampler`
-  example, the sharding examples (`ShardByJaxProcess`, `ShardOptions`) and the
-  JAX/Flax NNX training loop (`DataLoader`, and flax/optax). Its data source and
-  its custom transformations are tested; the `ops` list is applied with
-  `MapDataset.apply` since `DataLoader` is not there yet.
+- quick reference: the Flax NNX and optax parts of the training loop (neither
+  is a dependency); the loop itself runs with a plain-JAX step.
 - grain-dataloader-video-notes.md has no code.
 
 The API reference entries without a snippet (`to_iter_dataset`, `mp_prefetch`,
@@ -642,7 +634,7 @@ def overview_transformation_classes_example(grain: Any, flat_map_base: type) -> 
         .to_iter_dataset()
         .map(lambda x: x)  # further per-element ops
     )
-    # The DataLoader part is skipped; SplitDocument and RandomCrop run in Datasets instead.
+    # The DataLoader part runs in test_reference_loader_examples.py; here they run in Datasets.
     chunks = grain.experimental.FlatMapIterDataset(ds, SplitDocument())
     crops = grain.MapDataset.source(IMAGE_SOURCE).seed(5).random_map(RandomCrop(crop_size=224))
     return {"tokens": list(ds), "chunks": list(chunks), "crops": list(crops)}
@@ -714,7 +706,7 @@ def test_api_reference_map_dataset_select_from_datasets() -> None:
 
 
 def test_api_reference_map_dataset_source() -> None:
-    # `MapDataset.source(ArrayRecordDataSource(paths))` is skipped (ArrayRecordDataSource).
+    # `MapDataset.source(ArrayRecordDataSource(paths))` runs in test_reference_loader_examples.py.
     assert list(grain.MapDataset.source([1, 2, 3, 4, 5])) == [1, 2, 3, 4, 5]
 
 
@@ -1219,7 +1211,8 @@ def quick_reference_transforms(grain: Any) -> Any:
             return data
 
     ops = [Normalize(), RandomFlip(), grain.Batch(batch_size=128)]
-    # The quick reference passes `ops` to a DataLoader; here they go to MapDataset.apply.
+    # The quick reference passes `ops` to a DataLoader (test_reference_loader_examples.py);
+    # here they also go to MapDataset.apply.
     return list(grain.MapDataset.source(ImageRecords()).seed(42).apply(ops))
 
 
