@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.parallel.processes import SEGMENT_PREFIX, WorkerError, decode, encode
+from grainfn._src.parallel.processes import (
+    INLINE_BYTES,
+    SEGMENT_PREFIX,
+    WorkerError,
+    decode,
+    encode,
+)
 from grainfn.testing import assert_elements_equal
 
 from pipelines import build_stream, stream_specs
@@ -99,10 +105,11 @@ def test_grain_pipelines_give_the_same_batches_for_0_to_8_workers(num_workers: i
 
 
 def test_arrays_cross_in_shared_memory_and_come_back_writable() -> None:
-    block = [{"x": np.arange(12.0).reshape(3, 4), "y": [np.ones(5, np.uint8)]}, 7, "text"]
+    large = np.arange(INLINE_BYTES // 8, dtype=np.float64).reshape(-1, 8)
+    block = [{"x": large, "y": [np.ones(INLINE_BYTES, np.uint8)]}, 7, "text"]
     data, segment, sizes = encode(block)
     assert segment is not None and segment.startswith(SEGMENT_PREFIX)
-    assert sizes == [96, 5]
+    assert sizes == [INLINE_BYTES, INLINE_BYTES]
     assert len(data) < 400  # the arrays are not in the pickle
     back = decode(data, segment, sizes)
     assert_elements_equal(back, block)
@@ -110,6 +117,16 @@ def test_arrays_cross_in_shared_memory_and_come_back_writable() -> None:
     back[0]["x"][0, 0] = 100.0  # writable
     assert back[0]["x"][0, 0] == 100.0
     assert encode([1, 2])[1] is None
+
+
+def test_small_arrays_travel_inside_the_pickle_and_come_back_writable() -> None:
+    block = [{"x": np.arange(12.0).reshape(3, 4)}, np.ones(INLINE_BYTES - 1, np.uint8)]
+    data, segment, sizes = encode(block)
+    assert segment is None and sizes == []
+    back = decode(data, segment, sizes)
+    assert_elements_equal(back, block)
+    back[0]["x"][0, 0] = 100.0
+    assert back[0]["x"][0, 0] == 100.0
 
 
 class BoomError(Exception):

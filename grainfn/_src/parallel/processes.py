@@ -40,6 +40,8 @@ from grainfn._src.dataset import Dataset
 from grainfn._src.parallel.threads import Result, read_block
 
 SEGMENT_PREFIX = "grainfn_"
+INLINE_BYTES = 64 * 1024
+"""Buffers smaller than this travel inside the pickle, not through shared memory."""
 """Shared-memory segments made by grainfn workers are named with this prefix."""
 
 _JOIN_SECONDS = 2.0
@@ -189,7 +191,7 @@ def start_context() -> Any:
     context = multiprocessing.get_context("forkserver")
     main = sys.modules.get("__main__")
     main_name = getattr(getattr(main, "__spec__", None), "name", None)
-    preload = ["__main__", "numpy", "grainfn"]
+    preload = ["grainfn._src.parallel.fork_server", "__main__", "numpy", "grainfn"]
     if main_name and main_name != "__main__":
         preload.append(main_name)  # run with -m: preloading it imports what it imports
     context.set_forkserver_preload(preload)  # takes effect when the server starts
@@ -217,7 +219,9 @@ class LeafExecutor:
 
     def __init__(self, pool: WorkerPool, leaf: int) -> None:
         self.pool, self.leaf = pool, leaf
-        self.max_tasks = pool.num_workers * pool.buffer_per_worker
+        # One block more per worker than its buffer: while a worker computes a
+        # block, its next task is already waiting, so it never idles between them.
+        self.max_tasks = pool.num_workers * (pool.buffer_per_worker + 1)
 
     def submit(self, first: int, stop: int) -> PoolTask:
         return self.pool.submit(self.leaf, first, stop)
@@ -263,9 +267,20 @@ def worker_main(
 
 
 def encode(block: list[Any]) -> tuple[bytes, str | None, list[int]]:
-    """Pickles `block`, moving its large buffers (numpy arrays) into one shared-memory segment."""
+    """Pickles `block`, moving its large buffers (numpy arrays) into one shared-memory segment.
+
+    Buffers under `INLINE_BYTES` stay in the pickle: for them a segment costs
+    more (creating, mapping and unlinking it) than the copy it saves.
+    """
     buffers: list[pickle.PickleBuffer] = []
-    data = pickle.dumps(block, protocol=5, buffer_callback=buffers.append)
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < INLINE_BYTES:
+            return True  # true: pickled in-band
+        buffers.append(buffer)
+        return False
+
+    data = pickle.dumps(block, protocol=5, buffer_callback=out_of_band)
     if not buffers:
         return data, None, []
     views = [buffer.raw() for buffer in buffers]
