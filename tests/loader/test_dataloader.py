@@ -409,3 +409,13 @@ def test_records_pickle_with_their_generator() -> None:
     original = sampler[3]
     copied = pickle.loads(pickle.dumps(original))
     assert copied.rng.random() == original.rng.random()
+
+
+@given(key=st.integers(0, 2**70))
+def test_the_records_generator_is_philox_with_the_key(key: int) -> None:
+    meta = grain.RecordMetadata.seeded(0, 0, key)
+    expected = np.random.Generator(np.random.Philox(key=key))
+    assert (
+        meta.rng.integers(1 << 62, size=4).tolist() == expected.integers(1 << 62, size=4).tolist()
+    )
+    assert meta.rng.random() == expected.random()

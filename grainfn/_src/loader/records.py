@@ -5,9 +5,12 @@ the key of the record in the source, and the random generator of the record's
 random transformations. A DataLoader passes `Record(metadata, data)` between
 its operations and yields the data.
 
-The generator is made on first use: building a Philox generator costs about
-10 µs, more than many whole pipelines spend on an element, and most pipelines
-never draw from it.
+The generator is made on first use: building a Philox generator costs
+microseconds, more than many whole pipelines spend on an element, and most
+pipelines never draw from it. It is built from a seed sequence that hands
+Philox its key directly (`PhiloxKey`): the same generator as
+`Philox(key=key)`, without the operating-system entropy numpy gathers, and
+then discards, when a key is passed.
 """
 
 from __future__ import annotations
@@ -16,8 +19,33 @@ import dataclasses
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
 T = TypeVar("T")
+
+_WORD = (1 << 64) - 1
+
+
+class PhiloxKey(ISeedSequence):
+    """A seed sequence that gives Philox the key `key`: `Philox(PhiloxKey(k))` is `Philox(key=k)`.
+
+    Examples:
+        >>> a = np.random.Generator(np.random.Philox(PhiloxKey(7)))
+        >>> b = np.random.Generator(np.random.Philox(key=7))
+        >>> bool(a.random() == b.random())
+        True
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        """The key as Philox reads it: two little-endian 64-bit words."""
+        if n_words != 2 or np.dtype(dtype) != np.uint64:
+            raise ValueError(f"PhiloxKey gives Philox's key only, not {n_words} words of {dtype}.")
+        return np.array([self.key & _WORD, (self.key >> 64) & _WORD], dtype=np.uint64)
 
 
 class RecordMetadata:
@@ -59,7 +87,8 @@ class RecordMetadata:
     def rng(self) -> np.random.Generator | None:
         """The record's random generator (made on first use), or None without a seed."""
         if self._rng is None and self._rng_key is not None:
-            self._rng = np.random.Generator(np.random.Philox(key=self._rng_key))
+            key = PhiloxKey(self._rng_key)  # any ISeedSequence works; the stubs say SeedSequence
+            self._rng = np.random.Generator(np.random.Philox(key))  # type: ignore[arg-type]
         return self._rng
 
     @rng.setter
