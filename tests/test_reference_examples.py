@@ -1198,7 +1198,9 @@ class ImageRecords:
         return {"image": image, "label": idx}
 
 
-def quick_reference_transforms(grain: Any) -> Any:
+def quick_reference_ops(grain: Any) -> list[Any]:
+    """The quick reference's custom transforms and its `ops` list, with `grain`'s classes."""
+
     class Normalize(grain.MapTransform):
         def map(self, data):
             data["image"] = data["image"].astype(np.float32) / 255.0
@@ -1211,6 +1213,11 @@ def quick_reference_transforms(grain: Any) -> Any:
             return data
 
     ops = [Normalize(), RandomFlip(), grain.Batch(batch_size=128)]
+    return ops
+
+
+def quick_reference_transforms(grain: Any) -> Any:
+    ops = quick_reference_ops(grain)
     # The quick reference passes `ops` to a DataLoader (test_reference_loader_examples.py);
     # here they also go to MapDataset.apply.
     return list(grain.MapDataset.source(ImageRecords()).seed(42).apply(ops))

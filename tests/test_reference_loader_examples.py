@@ -27,6 +27,8 @@ import pytest
 
 import grainfn as grain
 
+from test_reference_examples import quick_reference_ops
+
 
 def assert_same_batches(ours: list[Any], theirs: list[Any]) -> None:
     assert len(ours) == len(theirs)
@@ -185,18 +187,7 @@ class Records:
 
 
 def quick_reference_loader(grain: Any, my_source: Any, worker_count: int = 0) -> Any:
-    class Normalize(grain.MapTransform):
-        def map(self, data):
-            data["image"] = data["image"].astype(np.float32) / 255.0
-            return data
-
-    class RandomFlip(grain.RandomMapTransform):
-        def random_map(self, data, rng):
-            if rng.random() > 0.5:
-                data["image"] = np.fliplr(data["image"])
-            return data
-
-    ops = [Normalize(), RandomFlip(), grain.Batch(batch_size=128)]
+    ops = quick_reference_ops(grain)
     # In your distributed setup
     try:
         # Auto-detects from JAX environment

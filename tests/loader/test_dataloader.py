@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 import grainfn.python
+from grainfn.testing import assert_elements_equal
 
 from loader_specs import OFFSET, build_loader, loader_specs
 
@@ -23,26 +24,8 @@ def read(iterator: Any, limit: int | None = None) -> list[Any]:
     return list(itertools.islice(iterator, limit))
 
 
-def equal(a: Any, b: Any) -> bool:
-    """Recursive equality of elements that may be numpy arrays."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
-            and a.dtype == b.dtype
-            and np.array_equal(a, b)
-        )
-    if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(map(equal, a, b))
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
-
-
 def assert_equal_lists(ours: list[Any], expected: list[Any]) -> None:
-    assert len(ours) == len(expected)
-    for position, (a, b) in enumerate(zip(ours, expected)):
-        assert equal(a, b), f"element {position}: {a!r} != {b!r}"
+    assert_elements_equal(ours, expected, "elements")
 
 
 class Scale(grain.transforms.Map):

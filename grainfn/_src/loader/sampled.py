@@ -15,7 +15,7 @@ import numpy as np
 
 from grainfn._src.dataset import OneParent, set_length
 from grainfn._src.loader.records import Record, RecordMetadata
-from grainfn._src.loader.samplers import IndexSampler, SequentialSampler, shard_length
+from grainfn._src.loader.samplers import BaseSampler, shard_length
 from grainfn._src.loader.sharding import ShardOptions
 from grainfn._src.sources import SourceDataset
 
@@ -45,7 +45,7 @@ class SampledDataset(OneParent):
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         sampler_indices = (indices % self.length) * self.shard.shard_count + self.shard.shard_index
-        if isinstance(self.sampler, (IndexSampler, SequentialSampler)):
+        if isinstance(self.sampler, BaseSampler):
             keys = self.sampler.record_keys(sampler_indices)
             seed = self.sampler.seed
             metas = [

@@ -8,6 +8,7 @@ call (`record_keys`), which the DataLoader uses for blocks of positions.
 
 from __future__ import annotations
 
+import abc
 import sys
 from typing import Any, Protocol, runtime_checkable
 
@@ -33,7 +34,40 @@ class Sampler(Protocol):
         ...
 
 
-class SequentialSampler:
+class BaseSampler(abc.ABC):
+    """What grainfn's samplers share: records, sharding and the seed of the generators.
+
+    It also names the block methods the DataLoader uses instead of `sampler[g]`
+    one index at a time.
+    """
+
+    def __init__(
+        self, num_records: Any, shard_options: ShardOptions | None, seed: Any, name: str
+    ) -> None:
+        self._num_records = validate.check_positive_int(num_records, "num_records")
+        self._shard_options = check_shard_options(shard_options or NoSharding())
+        self._seed = None if seed is None else validate.check_seed(seed, f"{name} seed")
+
+    @property
+    def shard_options(self) -> ShardOptions:
+        """The sharding the sampler was made with."""
+        return self._shard_options
+
+    @property
+    def seed(self) -> int | None:
+        """The seed of the records' generators (and of the shuffle), or None."""
+        return self._seed
+
+    @abc.abstractmethod
+    def record_keys(self, indices: np.ndarray) -> list[int]:
+        """The record keys of a block of valid sampler indices."""
+
+    @abc.abstractmethod
+    def shard_length(self, options: ShardOptions) -> int:
+        """How many sampler indices the DataLoader shard `options` reads."""
+
+
+class SequentialSampler(BaseSampler):
     """The records in order, once: index `g` reads record `g`.
 
     With sharding the DataLoader reads every `shard_count`-th index from
@@ -49,25 +83,13 @@ class SequentialSampler:
     def __init__(
         self, num_records: int, shard_options: ShardOptions | None = None, seed: int | None = None
     ) -> None:
-        self._num_records = _check_num_records(num_records)
-        self._shard_options = check_shard_options(shard_options or NoSharding())
-        self._seed = None if seed is None else validate.check_seed(seed, "SequentialSampler seed")
+        super().__init__(num_records, shard_options, seed, "SequentialSampler")
         count = self._shard_options.shard_count
         self._max_index = (
             self._num_records // count * count
             if self._shard_options.drop_remainder
             else self._num_records
         )
-
-    @property
-    def shard_options(self) -> ShardOptions:
-        """The sharding the sampler was made with."""
-        return self._shard_options
-
-    @property
-    def seed(self) -> int | None:
-        """The seed of the records' generators, or None."""
-        return self._seed
 
     def __len__(self) -> int:
         return self._max_index
@@ -91,7 +113,7 @@ class SequentialSampler:
         )
 
 
-class IndexSampler:
+class IndexSampler(BaseSampler):
     """Grain's sampler: a shard of the records, shuffled anew each epoch, for some epochs.
 
     Index `g` reads the `g // shard_count`-th key of this shard's records
@@ -122,15 +144,13 @@ class IndexSampler:
         num_epochs: int | None = None,
         seed: int | None = None,
     ) -> None:
-        self._num_records = _check_num_records(num_records)
-        self._shard_options = check_shard_options(shard_options or NoSharding())
+        super().__init__(num_records, shard_options, seed, "IndexSampler")
         if num_epochs is not None:
             num_epochs = validate.check_positive_int(num_epochs, "num_epochs")
         if shuffle and seed is None:
             raise ValueError(
                 "IndexSampler(shuffle=True) needs a seed: pass seed=<int in [0, 2**32)>."
             )
-        self._seed = None if seed is None else validate.check_seed(seed, "IndexSampler seed")
         self._shuffle = bool(shuffle)
         self._num_epochs = num_epochs
         self._keys = self._key_dataset()
@@ -155,16 +175,6 @@ class IndexSampler:
         if self._shuffle:
             keys = positions.shuffle(keys, seed=self._seed)
         return keys
-
-    @property
-    def shard_options(self) -> ShardOptions:
-        """The sharding the sampler was made with."""
-        return self._shard_options
-
-    @property
-    def seed(self) -> int | None:
-        """The seed of the shuffle and of the records' generators, or None."""
-        return self._seed
 
     def __len__(self) -> int:
         return sys.maxsize if self._max_index is None else self._max_index
@@ -199,10 +209,6 @@ class IndexSampler:
             f"shard_options={self._shard_options!r}, shuffle={self._shuffle}, "
             f"num_epochs={self._num_epochs}, seed={self._seed})"
         )
-
-
-def _check_num_records(num_records: Any) -> int:
-    return validate.check_positive_int(num_records, "num_records")
 
 
 def _check_sampler_index(index: Any, max_index: int | None) -> int:
@@ -242,7 +248,6 @@ def sampler_length(sampler: Any) -> int:
 
 def shard_length(sampler: Any, options: ShardOptions) -> int:
     """How many sampler indices the DataLoader shard `options` reads."""
-    own = getattr(sampler, "shard_length", None)
-    if callable(own) and isinstance(sampler, (IndexSampler, SequentialSampler)):
-        return own(options)
+    if isinstance(sampler, BaseSampler):
+        return sampler.shard_length(options)
     return _congruent_count(sampler_length(sampler), options)
