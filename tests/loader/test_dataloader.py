@@ -157,6 +157,19 @@ def test_legacy_operations_equal_the_transformations() -> None:
     assert_equal_lists(legacy, modern)
 
 
+def test_operations_may_be_any_iterable_or_a_single_transformation() -> None:
+    def loader(operations: Any) -> list[Any]:
+        sampler = grain.SequentialSampler(5)
+        return list(grain.DataLoader(data_source=range(5), sampler=sampler, operations=operations))
+
+    batch = grain.transforms.Batch(2)
+    expected = [[0, 1], [2, 3], [4]]
+    assert [b.tolist() for b in loader(op for op in [batch])] == expected
+    assert [b.tolist() for b in loader(batch)] == expected
+    with pytest.raises(TypeError, match="DataLoader operations must be Map"):
+        loader("batch")
+
+
 def test_load_batches_like_a_loader() -> None:
     loader = grain.load(
         list(range(10)), num_epochs=1, shuffle=True, seed=4, batch_size=4, drop_remainder=True

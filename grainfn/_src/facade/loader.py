@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from grainfn._src.checkpoint import background
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import Batch
-from grainfn._src.loader.pipeline import check_operation, loader_stream
+from grainfn._src.loader.pipeline import OPERATIONS, check_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
 from grainfn._src.sources import check_source
@@ -72,8 +72,8 @@ class DataLoader:
                 f"for example), got {sampler!r} of type {type(sampler).__name__}."
             )
         self._sampler = sampler
-        if isinstance(operations, (str, bytes)) or not isinstance(operations, Sequence):
-            operations = [operations]
+        if isinstance(operations, OPERATIONS) or not isinstance(operations, Iterable):
+            operations = [operations]  # one operation; check_operation names a wrong one
         self._operations = tuple(check_operation(op) for op in operations)
         count = available_cores() if worker_count is None else worker_count
         count = validate.check_nonnegative_int(count, "worker_count")
