@@ -5,7 +5,11 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import multiprocessing
+import os
 import pickle
+import signal
+import time
 from typing import Any
 
 import numpy as np
@@ -15,6 +19,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 import grainfn.python
+from grainfn._src.parallel.processes import SEGMENT_PREFIX, WorkerError
 from grainfn.testing import assert_elements_equal
 
 from loader_specs import OFFSET, build_loader, loader_specs
@@ -255,6 +260,39 @@ def test_a_failing_operation_in_a_worker_is_raised_here() -> None:
         assert read(it, 13) == list(range(13))
         with pytest.raises(KeyError, match="bad record 13"):
             next(it)
+
+
+class Slow(grain.transforms.Map):
+    def map(self, x: int) -> int:
+        time.sleep(0.001)
+        return x
+
+
+def test_a_killed_worker_is_an_error_and_nothing_is_left_behind() -> None:
+    loader = grain.DataLoader(
+        data_source=range(5_000),
+        sampler=grain.SequentialSampler(5_000),
+        operations=[Slow(), grain.transforms.Batch(10)],
+        worker_count=2,
+    )
+    it = iter(loader)
+    next(it)
+    (victim, *_) = [
+        p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")
+    ]
+    os.kill(victim.pid, signal.SIGKILL)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"killed by signal 9"):
+        read(it)
+    assert time.monotonic() - started < 10
+    it.close()
+    for _ in range(100):
+        left = [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
+        segments = [name for name in os.listdir("/dev/shm") if name.startswith(SEGMENT_PREFIX)]
+        if not left and not segments:
+            break
+        time.sleep(0.05)
+    assert not left and not segments
 
 
 # --- States of other loaders are refused, saying what differs -----------------
