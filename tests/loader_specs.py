@@ -95,6 +95,26 @@ def build_loader(
     )
 
 
+def assert_same_elements(ours: Any, expected: Any, where: str = "elements") -> None:
+    """Recursive equality: the same types (scalars too), dtypes, shapes and values."""
+    if isinstance(ours, np.ndarray) or isinstance(expected, np.ndarray):
+        assert isinstance(ours, np.ndarray) and isinstance(expected, np.ndarray), where
+        assert ours.dtype == expected.dtype, f"{where}: {ours.dtype} != {expected.dtype}"
+        np.testing.assert_array_equal(ours, expected, err_msg=where)
+    elif isinstance(expected, (list, tuple)):
+        assert type(ours) is type(expected) and len(ours) == len(expected), where
+        for i, (a, b) in enumerate(zip(ours, expected)):
+            assert_same_elements(a, b, f"{where}[{i}]")
+    elif isinstance(expected, dict):
+        assert isinstance(ours, dict) and list(ours) == list(expected), where
+        for key in expected:
+            assert_same_elements(ours[key], expected[key], f"{where}[{key!r}]")
+    else:
+        assert type(ours) is type(expected) and ours == expected, (
+            f"{where}: {ours!r} != {expected!r}"
+        )
+
+
 @st.composite
 def loader_specs(draw: Any, max_records: int = 30, batches: bool = True) -> tuple[Any, ...]:
     """Random DataLoader specs: sharding, shuffles, epochs, seeds and operations."""

@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 import grainfn as grain
 import grainfn.python
 from grainfn._src.parallel.processes import SEGMENT_PREFIX, WorkerError
-from grainfn.testing import assert_elements_equal
 
-from loader_specs import OFFSET, build_loader, loader_specs
+from loader_specs import OFFSET, assert_same_elements, build_loader, loader_specs
 
 
 def read(iterator: Any, limit: int | None = None) -> list[Any]:
@@ -30,7 +29,7 @@ def read(iterator: Any, limit: int | None = None) -> list[Any]:
 
 
 def assert_equal_lists(ours: list[Any], expected: list[Any]) -> None:
-    assert_elements_equal(ours, expected, "elements")
+    assert_same_elements(ours, expected)
 
 
 class Scale(grain.transforms.Map):

@@ -12,14 +12,19 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 
 import grainfn
 from grainfn._src.loader.samplers import shard_length
 
-from loader_specs import build_loader, build_sampler, loader_shard_count, loader_specs
+from loader_specs import (
+    assert_same_elements,
+    build_loader,
+    build_sampler,
+    loader_shard_count,
+    loader_specs,
+)
 
 pytestmark = pytest.mark.grain
 
@@ -29,17 +34,6 @@ LIMIT = 80
 
 def read(loader: Any, limit: int = LIMIT) -> list[Any]:
     return list(itertools.islice(iter(loader), limit))
-
-
-def assert_same_elements(ours: list[Any], theirs: list[Any]) -> None:
-    assert len(ours) == len(theirs)
-    for position, (a, b) in enumerate(zip(ours, theirs)):
-        if isinstance(b, np.ndarray):
-            assert isinstance(a, np.ndarray), position
-            assert a.dtype == b.dtype, position
-            np.testing.assert_array_equal(a, b, err_msg=f"element {position}")
-        else:
-            assert type(a) is type(b) and a == b, (position, a, b)
 
 
 @settings(max_examples=120)
