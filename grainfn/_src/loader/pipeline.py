@@ -98,7 +98,7 @@ def _record_map(operation: Any) -> Callable[[Any], Any]:
         return ops.RecordRandomMap(operation.random_map)
     if isinstance(operation, ops.RandomMapOperation):
         return ops.RecordRandomMap(operation.random_map_function)
-    return ops.RecordIndexMap(check_operation(operation).map_with_index)
+    return ops.RecordIndexMap(operation.map_with_index)  # checked by loader_stream
 
 
 OPERATIONS = (
