@@ -9,7 +9,7 @@ never holds data: only positions and counters.
 from __future__ import annotations
 
 import operator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 STATE_VERSION = 1
 """The version of the dict form written by `to_dict`; `from_dict` reads only this one."""
@@ -61,6 +61,39 @@ RECORDS: dict[str, type[Any]] = {
     record.__name__: record
     for record in (DatasetPosition, CountState, LimitState, SplitState, RepeatState, MixState)
 }
+"""The state records `from_dict` can rebuild, by name. Stages defined elsewhere add theirs
+with `register`."""
+
+R = TypeVar("R", bound=type)
+
+
+def register(record: R) -> R:
+    """Makes a stage's own state record (a NamedTuple) readable by `from_dict`.
+
+    Use it as a class decorator next to the stage that owns the record.
+    `check_record` reads fields by name: `parent` and `components` hold parent
+    states (the stage checks them), `stopped` is a bool, and every other field
+    is a counter (an integer >= 0), so a state stays positions and counters.
+
+    Examples:
+        >>> from typing import NamedTuple
+        >>> @register
+        ... class ExampleState(NamedTuple):
+        ...     emitted: int
+        ...     parent: Any
+        >>> from_dict(to_dict(ExampleState(2, DatasetPosition(5))))
+        ExampleState(emitted=2, parent=DatasetPosition(position=5))
+    """
+    if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
+        raise TypeError(f"register takes a NamedTuple class, got {record!r}.")
+    known = RECORDS.get(record.__name__)
+    if known is not None and known is not record:
+        raise ValueError(
+            f"A state record named {record.__name__} is already registered ({known!r}); "
+            "give the new record another name."
+        )
+    RECORDS[record.__name__] = record
+    return record
 
 
 def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None:
