@@ -23,6 +23,7 @@ from grainfn._src.combinators import (
     filter,
     flat_map,
     from_dataset,
+    interleave,
     limit,
     map,
     map_with_index,
@@ -30,6 +31,7 @@ from grainfn._src.combinators import (
     mp_prefetch,
     random_map,
     range,
+    rebatch,
     repeat,
     seed,
     select_from_datasets,
@@ -37,9 +39,12 @@ from grainfn._src.combinators import (
     slice,
     source,
     window_shuffle,
+    zip,
 )
 from grainfn._src.dataset import Dataset
+from grainfn._src.interleave import InterleaveSlot, InterleaveState
 from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
+from grainfn._src.rebatch import RebatchState
 from grainfn._src.state import (
     CountState,
     DatasetPosition,
@@ -49,24 +54,32 @@ from grainfn._src.state import (
     SplitState,
 )
 from grainfn._src.stream import END, Stream, StreamIterator
+from grainfn._src.window_shuffle_stream import WindowShuffleState
+from grainfn._src.zip import ZipState
 
 __all__ = [
     "END",
     "CountState",
     "Dataset",
     "DatasetPosition",
+    "InterleaveSlot",
+    "InterleaveState",
     "LimitState",
     "MixState",
+    "RebatchState",
     "RepeatState",
     "SplitState",
     "Stream",
     "StreamIterator",
+    "WindowShuffleState",
+    "ZipState",
     "batch",
     "concatenate",
     "elements",
     "filter",
     "flat_map",
     "from_dataset",
+    "interleave",
     "iterate",
     "limit",
     "map",
@@ -75,6 +88,7 @@ __all__ = [
     "mp_prefetch",
     "random_map",
     "range",
+    "rebatch",
     "repeat",
     "seed",
     "select_from_datasets",
@@ -84,4 +98,5 @@ __all__ = [
     "state_from_dict",
     "state_to_dict",
     "window_shuffle",
+    "zip",
 ]

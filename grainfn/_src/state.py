@@ -87,7 +87,7 @@ def register(record: R) -> R:
     if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
         raise TypeError(f"register takes a NamedTuple class, got {record!r}.")
     known = RECORDS.get(record.__name__)
-    if known is not None and known is not record:
+    if known is not None and not _same_definition(known, record):
         raise ValueError(
             f"A state record named {record.__name__} is already registered ({known!r}); "
             "give the new record another name."
@@ -177,6 +177,12 @@ def from_dict(data: Any, path: str = "") -> Any:
         f"State field {path or 'at the top'} must be an integer, a bool, a list or a dict, "
         f"got {describe_value(data)}."
     )
+
+
+def _same_definition(a: type, b: type) -> bool:
+    # A module executed twice (pytest's importlib mode runs doctests this way) defines
+    # its records again; those are the same record, not a clash.
+    return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
 def _is_nonnegative_int(value: Any) -> bool:

@@ -23,6 +23,7 @@ from grainfn._src.combinators.positions import (
     source,
     window_shuffle,
 )
+from grainfn._src.combinators.streams import interleave, rebatch, zip
 
 __all__ = [
     "batch",
@@ -30,6 +31,7 @@ __all__ = [
     "filter",
     "flat_map",
     "from_dataset",
+    "interleave",
     "limit",
     "map",
     "map_with_index",
@@ -37,6 +39,7 @@ __all__ = [
     "mp_prefetch",
     "random_map",
     "range",
+    "rebatch",
     "repeat",
     "seed",
     "select_from_datasets",
@@ -44,4 +47,5 @@ __all__ = [
     "slice",
     "source",
     "window_shuffle",
+    "zip",
 ]

@@ -27,6 +27,7 @@ from grainfn._src.index import slicing
 from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.sources import RangeDataset, SourceDataset, check_source
 from grainfn._src.stream import FromDatasetStream, Stream
+from grainfn._src.window_shuffle_stream import WindowShuffledStream
 
 T = TypeVar("T")
 
@@ -203,20 +204,30 @@ def shuffle(ds: Dataset[T], *, seed: int | None = None) -> Dataset[T]:
 
 
 @toolz.curry
-def window_shuffle(window_size: int, ds: Dataset[T], *, seed: int | None = None) -> Dataset[T]:
+def window_shuffle(window_size: int, data: Data, *, seed: int | None = None) -> Data:
     """A new permutation inside each window of `window_size` consecutive positions.
 
     Elements move at most `window_size - 1` positions, so reads stay local (a
-    cheap shuffle for sources that are slow to read at random). Each epoch
-    draws new permutations. Full windows match Grain's `WindowShuffleMapDataset`.
+    cheap shuffle for sources that are slow to read at random). On a dataset,
+    each epoch draws new permutations and full windows match Grain's
+    `WindowShuffleMapDataset`. On a stream, window `k` of consecutive elements
+    is permuted with seed `seed + k` and the output equals Grain's
+    `WindowShuffleIterDataset`; the state holds positions, never the window.
 
     Examples:
         >>> ds = window_shuffle(4, range(10), seed=3)
         >>> [sorted(ds.get_many(w)) for w in ([0, 1, 2, 3], [8, 9])]
         [[0, 1, 2, 3], [8, 9]]
+        >>> from grainfn._src.reading import iterate
+        >>> out = list(iterate(window_shuffle(4, from_dataset(range(10)), seed=3)))
+        >>> sorted(out[:4]), sorted(out[8:])
+        ([0, 1, 2, 3], [8, 9])
     """
     window_size = validate.check_positive_int(window_size, "window_size")
-    ds = as_dataset(ds, "window_shuffle")
+    if isinstance(data, Stream):
+        seed = op_seed(seed, data, "window_shuffle")
+        return WindowShuffledStream(data, window_size, seed)
+    ds = as_dataset(data, "window_shuffle")
     return index_ops.WindowShuffledDataset(ds, window_size, op_seed(seed, ds, "window_shuffle"))
 
 

@@ -38,6 +38,8 @@ class PrefetchedStream(PassThroughStream):
             return self.parent.open(state)
         leaves: list[FromDatasetStream[Any]] = []
         collect_leaves(self.parent, leaves)
+        if not leaves:  # nothing to read in workers: start no processes
+            return self.parent.open(state)
         pool = WorkerPool(
             [leaf.dataset for leaf in leaves],
             self.num_workers,
@@ -97,7 +99,14 @@ class _PoolCursor(BaseCursor):
 
 
 def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
-    """Appends the `from_dataset` stages of `stream`, in order, each once."""
+    """Appends the `from_dataset` stages of `stream`, in order, each once.
+
+    A stage marked `reads_in_parent` (one that makes its inner streams while
+    iterating, such as an interleave over a dataset of datasets) has no leaves
+    for the workers: it reads here, in the parent.
+    """
+    if getattr(stream, "reads_in_parent", False):
+        return
     if isinstance(stream, FromDatasetStream):
         if stream not in leaves:
             leaves.append(stream)
@@ -109,8 +118,11 @@ def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
 def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -> Any:
     """`stream` rebuilt with each `from_dataset` stage replaced by `replace(stage)`.
 
-    A nested `mp_prefetch` gives way to the outer one.
+    A nested `mp_prefetch` gives way to the outer one; a stage marked
+    `reads_in_parent` is kept as it is.
     """
+    if getattr(stream, "reads_in_parent", False):
+        return stream
     if isinstance(stream, FromDatasetStream):
         return replace(stream)
     if isinstance(stream, PrefetchedStream):
