@@ -12,7 +12,7 @@ def test_import_grainfn_loads_no_heavy_dependency() -> None:
     code = (
         "import sys, grainfn\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore'})\n"
+        "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore', 'pyarrow'})\n"
         "print(heavy)"
     )
     result = subprocess.run(

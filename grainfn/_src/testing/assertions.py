@@ -16,10 +16,11 @@ from grainfn._src.stream import END
 
 
 def assert_elements_equal(a: Any, b: Any, where: str = "element") -> None:
-    """Asserts two elements are equal leaf by leaf, numpy arrays by dtype, shape and value.
+    """Asserts two elements are equal leaf by leaf, arrays by dtype, shape and value; NaN == NaN.
 
     Examples:
         >>> assert_elements_equal({"x": np.arange(3)}, {"x": np.arange(3)})
+        >>> assert_elements_equal([float("nan")], [np.float32("nan")])
         >>> assert_elements_equal([1, 2], [1, 3])
         Traceback (most recent call last):
         ...
@@ -45,8 +46,12 @@ def assert_elements_equal(a: Any, b: Any, where: str = "element") -> None:
         for i, (x, y) in enumerate(zip(a, b)):
             assert_elements_equal(x, y, f"{where}[{i}]")
         return
-    if a != b:
+    if a != b and not (_is_nan(a) and _is_nan(b)):
         raise AssertionError(f"{where}: {a!r} != {b!r}")
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
 
 
 def assert_deterministic(make: Callable[[], Any], *, max_elements: int = 1000) -> None:
