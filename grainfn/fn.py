@@ -42,7 +42,10 @@ from grainfn._src.combinators import (
     zip,
 )
 from grainfn._src.dataset import Dataset
+from grainfn._src.element_spec import element_spec
 from grainfn._src.interleave import InterleaveSlot, InterleaveState
+from grainfn._src.padding import batch_and_pad
+from grainfn._src.parquet import ParquetPosition, parquet
 from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
 from grainfn._src.rebatch import RebatchState
 from grainfn._src.state import (
@@ -66,6 +69,7 @@ __all__ = [
     "InterleaveState",
     "LimitState",
     "MixState",
+    "ParquetPosition",
     "RebatchState",
     "RepeatState",
     "SplitState",
@@ -74,7 +78,9 @@ __all__ = [
     "WindowShuffleState",
     "ZipState",
     "batch",
+    "batch_and_pad",
     "concatenate",
+    "element_spec",
     "elements",
     "filter",
     "flat_map",
@@ -86,6 +92,7 @@ __all__ = [
     "map_with_index",
     "mix",
     "mp_prefetch",
+    "parquet",
     "random_map",
     "range",
     "rebatch",

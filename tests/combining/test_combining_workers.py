@@ -9,7 +9,7 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.facade.combining import (
+from grainfn.experimental import (
     InterleaveIterDataset,
     RebatchIterDataset,
     WindowShuffleIterDataset,

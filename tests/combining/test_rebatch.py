@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.facade.combining import RebatchIterDataset
+from grainfn.experimental import RebatchIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
 pytestmark = pytest.mark.grain

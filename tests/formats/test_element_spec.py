@@ -14,16 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import grainfn
-from grainfn import fn
-from grainfn._src.element_spec import (
+from grainfn import experimental, fn
+from grainfn.experimental import (
+    ParquetIterDataset,
     ShapeDtypeStruct,
     ShapeDtypeStructProtocol,
-    element_spec,
+    batch_and_pad,
     get_element_spec,
 )
-from grainfn._src.facade import combining
-from grainfn._src.facade.formats import ParquetIterDataset
-from grainfn._src.padding import batch_and_pad
+from grainfn.fn import element_spec
 
 pytestmark = pytest.mark.grain
 
@@ -46,8 +45,9 @@ class Library:
         else:
             self.g, self.struct = grainfn, ShapeDtypeStruct
             self.experimental = grainfn.experimental
-            self.zip, self.interleave = combining.ZipMapDataset, combining.InterleaveIterDataset
-            self.rebatch = combining.RebatchIterDataset
+            self.zip = experimental.ZipMapDataset
+            self.interleave = experimental.InterleaveIterDataset
+            self.rebatch = experimental.RebatchIterDataset
         transforms, struct = self.g.transforms, self.struct
 
         class ToExample(transforms.Map):

@@ -11,7 +11,7 @@ import pytest
 
 import grainfn
 from grainfn import fn
-from grainfn._src.padding import batch_and_pad
+from grainfn.experimental import batch_and_pad
 
 Point = collections.namedtuple("Point", ["x", "y"])
 

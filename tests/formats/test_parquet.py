@@ -20,8 +20,8 @@ import pytest
 
 import grainfn
 from grainfn import fn
-from grainfn._src.facade.formats import ParquetIterDataset
-from grainfn._src.parquet import ParquetPosition, parquet
+from grainfn.experimental import ParquetIterDataset
+from grainfn.fn import ParquetPosition, parquet
 from grainfn.testing import assert_resumable
 
 TYPED_ROWS = 53  # the rows of conftest's typed file: 8 row groups of 7 rows, the last of 4
@@ -217,9 +217,8 @@ def test_import_grainfn_does_not_import_pyarrow_and_a_missing_one_says_what_to_i
     script = textwrap.dedent(
         f"""
         import sys
-        import grainfn, grainfn.experimental
-        import grainfn._src.element_spec, grainfn._src.padding
-        from grainfn._src.facade.formats import ParquetIterDataset
+        import grainfn, grainfn.experimental, grainfn.fn
+        from grainfn.experimental import ParquetIterDataset
         assert "pyarrow" not in sys.modules, "import grainfn imported pyarrow"
         sys.modules["pyarrow"] = None  # as if it were not installed
         try:
