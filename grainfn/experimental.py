@@ -12,6 +12,7 @@ from grainfn._src.facade.combining import (
     ZipIterDataset,
     ZipMapDataset,
 )
+from grainfn._src.facade.concat_then_split import BOSHandling, ConcatThenSplitIterDataset
 from grainfn._src.facade.experimental import (
     FlatMapIterDataset,
     FlatMapMapDataset,
@@ -22,12 +23,17 @@ from grainfn._src.facade.experimental import (
     index_shuffle,
 )
 from grainfn._src.facade.formats import ParquetIterDataset
+from grainfn._src.facade.packing import BestFitPackIterDataset, FirstFitPackIterDataset
 from grainfn._src.facade.transforms import FlatMap as FlatMapTransform
 from grainfn._src.facade.transforms import MapWithIndex as MapWithIndexTransform
 from grainfn._src.facade.transforms import apply_transformations
 from grainfn._src.padding import batch_and_pad
 
 __all__ = [
+    "BOSHandling",
+    "BestFitPackIterDataset",
+    "ConcatThenSplitIterDataset",
+    "FirstFitPackIterDataset",
     "FlatMapIterDataset",
     "FlatMapMapDataset",
     "FlatMapTransform",

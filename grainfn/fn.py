@@ -44,6 +44,8 @@ from grainfn._src.combinators import (
 from grainfn._src.dataset import Dataset
 from grainfn._src.element_spec import element_spec
 from grainfn._src.interleave import InterleaveSlot, InterleaveState
+from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
+from grainfn._src.packing.concat_then_split import ConcatThenSplitState, concat_then_split
 from grainfn._src.padding import batch_and_pad
 from grainfn._src.parquet import ParquetPosition, parquet
 from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
@@ -62,6 +64,11 @@ from grainfn._src.zip import ZipState
 
 __all__ = [
     "END",
+    "ConcatThenSplitState",
+    "PackState",
+    "best_fit_pack",
+    "concat_then_split",
+    "first_fit_pack",
     "CountState",
     "Dataset",
     "DatasetPosition",

@@ -1,0 +1,244 @@
+"""The options of a packing stage, checked once and kept in a frozen record.
+
+`PackSpec` holds everything that decides what a packing stage yields: the
+features and their packed lengths, the number of bins, the placement rule, the
+row shuffle, meta features, alignment, padding and the limit on sequences per
+bin. `pack_spec` builds one from Grain's arguments and says clearly what is
+wrong with a bad one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from grainfn._src import validate
+
+STRATEGIES = ("first_fit", "best_fit")
+"""The placement rules: the first bin with room, or the fullest bin with room."""
+
+SEGMENT_IDS, POSITIONS = "_segment_ids", "_positions"
+"""Suffixes of the two integer features each packed (non-meta) feature gains."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PackSpec:
+    """What a packing stage packs and how. Build one with `pack_spec`.
+
+    Attributes:
+        strategy: "first_fit" or "best_fit".
+        features: The features that are packed into bins, sorted by name.
+        lengths: Each feature's packed length, the capacity of a bin.
+        num_bins: How many bins one block packs into.
+        seed: Seeds the row shuffle; block b's rows use `seed + rows emitted before b`.
+        shuffle_bins: Whether the rows of a block come out shuffled.
+        group_by: The output feature whose per-row mean of distinct nonzero
+            values orders the shuffled rows, or None.
+        meta_features: Features that get no segment ids and positions, in the
+            order given. Those in `features` are packed and padded; the others
+            come out as the list of values of the elements in each row.
+        alignments: Each feature's alignment: the next element in a bin starts
+            at a multiple of it.
+        paddings: Each feature's padding value, or None for zeros.
+        max_sequences_per_bin: The most elements one bin takes, or None.
+    """
+
+    strategy: str
+    features: tuple[str, ...]
+    lengths: tuple[int, ...]
+    num_bins: int
+    seed: int = 0
+    shuffle_bins: bool = True
+    group_by: str | None = None
+    meta_features: tuple[str, ...] = ()
+    alignments: tuple[int, ...] | None = None
+    paddings: tuple[Any, ...] | None = None
+    max_sequences_per_bin: int | None = None
+
+    @property
+    def segmented(self) -> tuple[str, ...]:
+        """The packed features that gain `_segment_ids` and `_positions`."""
+        return tuple(f for f in self.features if f not in self.meta_features)
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """The meta features that are not packed: one list of values per row."""
+        return tuple(f for f in self.meta_features if f not in self.features)
+
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        """The keys of a packed element, sorted."""
+        extra = [f + suffix for f in self.segmented for suffix in (SEGMENT_IDS, POSITIONS)]
+        return tuple(sorted((*self.features, *self.listed, *extra)))
+
+    def describe(self) -> str:
+        """The stage as one line, naming every option that differs from its default."""
+        lengths = dict(zip(self.features, self.lengths))
+        parts = [repr(lengths), f"num_packing_bins={self.num_bins}", f"seed={self.seed}"]
+        if not self.shuffle_bins:
+            parts.append("shuffle_bins=False")
+        if self.group_by is not None:
+            parts.append(f"shuffle_bins_group_by_feature={self.group_by!r}")
+        if self.meta_features:
+            parts.append(f"meta_features={list(self.meta_features)!r}")
+        if self.alignments is not None:
+            parts.append(f"pack_alignment_struct={dict(zip(self.features, self.alignments))!r}")
+        if self.paddings is not None:
+            parts.append(f"padding_struct={dict(zip(self.features, self.paddings))!r}")
+        if self.max_sequences_per_bin is not None:
+            parts.append(f"max_sequences_per_bin={self.max_sequences_per_bin}")
+        return f"{self.strategy}_pack({', '.join(parts)})"
+
+
+def pack_spec(
+    strategy: str,
+    length_struct: Mapping[str, int],
+    num_packing_bins: int,
+    *,
+    seed: int = 0,
+    shuffle_bins: bool = True,
+    shuffle_bins_group_by_feature: str | None = None,
+    meta_features: Sequence[str] = (),
+    pack_alignment_struct: Mapping[str, int] | None = None,
+    padding_struct: Mapping[str, Any] | None = None,
+    max_sequences_per_bin: int | None = None,
+) -> PackSpec:
+    """Checks Grain's packing arguments and returns them as a `PackSpec`.
+
+    Args:
+        strategy: "first_fit" or "best_fit".
+        length_struct: A dict from each feature to pack to its packed length.
+        num_packing_bins: How many bins a block packs into (>= 1).
+        seed: Seeds the row shuffle (an integer >= 0).
+        shuffle_bins: Whether a block's rows come out shuffled.
+        shuffle_bins_group_by_feature: An output feature that orders the
+            shuffled rows by its per-row mean of distinct nonzero values.
+        meta_features: Features without segment ids and positions.
+        pack_alignment_struct: Per-feature alignment (a dict with the keys of
+            `length_struct`), or None for 1.
+        padding_struct: Per-feature padding value (a dict with the keys of
+            `length_struct`), or None for zeros.
+        max_sequences_per_bin: The most elements one bin takes, or None.
+
+    Returns:
+        The checked options.
+
+    Raises:
+        TypeError, ValueError: naming the bad argument and what is allowed.
+
+    Examples:
+        >>> spec = pack_spec("first_fit", {"targets": 8, "inputs": 8}, 4)
+        >>> spec.features, spec.lengths
+        (('inputs', 'targets'), (8, 8))
+        >>> pack_spec("first_fit", {"inputs": 0}, 4)
+        Traceback (most recent call last):
+        ...
+        ValueError: length_struct['inputs'] must be a positive integer, got 0.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+    lengths = _feature_map(length_struct, "length_struct", None)
+    features = tuple(sorted(lengths))
+    for name in features:
+        lengths[name] = validate.check_positive_int(lengths[name], f"length_struct[{name!r}]")
+    metas = _meta_features(meta_features)
+    alignments = None
+    if pack_alignment_struct is not None:
+        given = _feature_map(pack_alignment_struct, "pack_alignment_struct", features)
+        alignments = tuple(
+            validate.check_positive_int(given[f], f"pack_alignment_struct[{f!r}]") for f in features
+        )
+    paddings = None
+    if padding_struct is not None:
+        given = _feature_map(padding_struct, "padding_struct", features)
+        paddings = tuple(_padding(given[f], f) for f in features)
+    if max_sequences_per_bin is not None:
+        max_sequences_per_bin = validate.check_positive_int(
+            max_sequences_per_bin, "max_sequences_per_bin"
+        )
+    spec = PackSpec(
+        strategy=strategy,
+        features=features,
+        lengths=tuple(lengths[f] for f in features),
+        num_bins=validate.check_positive_int(num_packing_bins, "num_packing_bins"),
+        seed=validate.check_nonnegative_int(seed, "seed"),
+        shuffle_bins=_flag(shuffle_bins, "shuffle_bins"),
+        group_by=shuffle_bins_group_by_feature,
+        meta_features=metas,
+        alignments=alignments,
+        paddings=paddings,
+        max_sequences_per_bin=max_sequences_per_bin,
+    )
+    _check_names(spec)
+    return spec
+
+
+def _feature_map(value: Any, what: str, keys: tuple[str, ...] | None) -> dict[str, Any]:
+    """`value` as a dict from feature name; with `keys`, exactly those names."""
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{what} must be a dict from feature name to a value, got {value!r} of type "
+            f"{type(value).__name__}."
+        )
+    if not value:
+        raise ValueError(f"{what} must name at least one feature, got an empty dict.")
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{what} keys must be feature names (str), got {name!r}.")
+        if isinstance(item, (Mapping, list, tuple)):
+            raise TypeError(
+                f"{what}[{name!r}] must be a single value, got {item!r}: packing works on "
+                "the top-level features of dict elements, not nested structures."
+            )
+    if keys is not None and sorted(value) != list(keys):
+        raise ValueError(
+            f"{what} must have the keys of length_struct, {list(keys)}; got {sorted(value)}."
+        )
+    return dict(value)
+
+
+def _meta_features(meta_features: Any) -> tuple[str, ...]:
+    if isinstance(meta_features, str) or not isinstance(meta_features, Sequence):
+        raise TypeError(
+            f"meta_features must be a list of feature names, got {meta_features!r}; "
+            "for one feature write [name]."
+        )
+    for name in meta_features:
+        if not isinstance(name, str):
+            raise TypeError(f"meta_features must hold feature names (str), got {name!r}.")
+    if len(set(meta_features)) != len(meta_features):
+        raise ValueError(f"meta_features names a feature twice: {list(meta_features)!r}.")
+    return tuple(meta_features)
+
+
+def _padding(value: Any, feature: str) -> Any:
+    if value is not None and np.ndim(value) != 0:
+        raise TypeError(
+            f"padding_struct[{feature!r}] must be a scalar or None (zeros), got {value!r}."
+        )
+    return value
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def _check_names(spec: PackSpec) -> None:
+    """Refuses output keys that clash, and a group-by feature that is not an output key."""
+    made = [f + suffix for f in spec.segmented for suffix in (SEGMENT_IDS, POSITIONS)]
+    clash = sorted(set(made) & {*spec.features, *spec.listed})
+    if clash:
+        raise ValueError(
+            f"The packed feature {clash[0]!r} clashes with the segment ids or positions "
+            "packing adds for another feature; rename it, or mark it as a meta feature."
+        )
+    if spec.group_by is not None and spec.group_by not in spec.output_keys:
+        raise ValueError(
+            f"shuffle_bins_group_by_feature must be a feature of the packed elements, one of "
+            f"{list(spec.output_keys)}; got {spec.group_by!r}."
+        )
