@@ -100,6 +100,9 @@ class FlakySource(SleepySource):
 @pytest.mark.parametrize("threads", [0, 4])
 def test_a_transient_error_can_be_retried_without_losing_elements(threads: int) -> None:
     it = fn.iterate(fn.from_dataset(fn.source(FlakySource(150, flaky_at=77)), threads=threads))
+    # Threads from the first element: otherwise a busy machine can send the reader back to
+    # its own thread after the threads read (and failed at) 77, and the re-read succeeds.
+    it.start_prefetch()
     got = list(itertools.islice(it, 77))
     with pytest.raises(ConnectionError, match="record 77 timed out"):
         next(it)
