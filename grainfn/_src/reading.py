@@ -72,7 +72,9 @@ def as_stream(data: Stream[T] | Dataset[T], what: str) -> Stream[T]:
     if isinstance(data, Dataset):
         return FromDatasetStream(data)
     if not isinstance(data, Stream):
-        raise TypeError(f"{what} needs a grainfn Stream or Dataset, got {type(data).__name__}.")
+        raise TypeError(
+            f"{what} needs a grainfn Stream or Dataset, got {data!r} of type {type(data).__name__}."
+        )
     return data
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from facade_resuming import assert_same_under_workers
 
 import grainfn as grain
 from grainfn import fn
@@ -16,7 +17,7 @@ from grainfn.experimental import (
     ZipIterDataset,
     ZipMapDataset,
 )
-from grainfn.testing import assert_deterministic, assert_elements_equal
+from grainfn.testing import assert_deterministic
 
 
 def square(x: int) -> np.ndarray:
@@ -46,18 +47,7 @@ def interleaved_from_a_dataset() -> Any:
 
 @pytest.mark.parametrize("make", [zipped, interleaved_and_rebatched, interleaved_from_a_dataset])
 def test_the_output_and_the_states_do_not_depend_on_the_worker_count(make: Any) -> None:
-    expected = list(make())
-    assert expected
-    for workers in (0, 1, 2):
-        options = grain.MultiprocessingOptions(num_workers=workers)
-        it = iter(make().mp_prefetch(options))
-        head = [next(it) for _ in range(len(expected) // 2)]
-        saved = it.get_state()
-        assert_elements_equal(head + list(it), expected)
-        it.close()
-        resumed = iter(make())  # no workers: a state saved with W workers restores with 0
-        resumed.set_state(saved)
-        assert_elements_equal(list(resumed), expected[len(head) :])
+    assert_same_under_workers(make)
 
 
 def core_pipelines() -> list[Any]:

@@ -344,7 +344,9 @@ def test_bad_arguments_are_named(
 
 
 def test_the_data_must_be_a_stream_or_a_dataset() -> None:
-    with pytest.raises(TypeError, match=r"expects a grainfn Stream .* got list"):
+    with pytest.raises(
+        TypeError, match=r"concat_then_split needs a grainfn Stream or Dataset, got .* of type list"
+    ):
         concat_then_split({"a": 4}, [{"a": [1]}])
     rows = fn.iterate(concat_then_split({"a": 2}, fn.source([{"a": [1, 2, 3]}])))
     assert [row["a"].tolist() for row in rows] == [[1, 2], [3, 0]]

@@ -363,12 +363,24 @@ def test_bad_options_are_refused_naming_the_value(
         pack_all([{"x": np.arange(2)}], **options)
 
 
+def test_an_unknown_option_is_named_with_the_options_there_are() -> None:
+    with pytest.raises(TypeError, match=r"first_fit_pack got an unknown option 'seeds'; .* seed,"):
+        first_fit_pack({"x": 4}, fn.range(3), num_packing_bins=2, seeds=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"best_fit_pack got an unknown option 'shuffle'"):
+        grain.experimental.BestFitPackIterDataset(
+            grain.MapDataset.range(3).to_iter_dataset(),
+            length_struct={"x": 4},
+            num_packing_bins=2,
+            shuffle=False,  # type: ignore[call-arg]
+        )
+
+
 def test_the_combinator_needs_bins_and_a_stream() -> None:
     with pytest.raises(TypeError, match=r"first_fit_pack needs num_packing_bins=N"):
         first_fit_pack({"x": 4}, fn.range(3))
-    with pytest.raises(TypeError, match=r"best_fit_pack expects a grainfn Stream"):
+    with pytest.raises(TypeError, match=r"best_fit_pack needs a grainfn Stream or Dataset, got"):
         best_fit_pack({"x": 4}, [1, 2], num_packing_bins=2)
-    with pytest.raises(TypeError, match=r"FirstFitPackIterDataset packs an IterDataset"):
+    with pytest.raises(TypeError, match=r"FirstFitPackIterDataset takes an IterDataset"):
         FirstFitPackIterDataset(
             grain.MapDataset.range(3),  # type: ignore[arg-type]
             length_struct={"x": 4},

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from facade_resuming import assert_get_state_resumes, assert_same_under_workers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,14 +117,12 @@ def facade(cls: Any, count: int = 60, **options: Any) -> Any:
 
 @pytest.mark.parametrize("cls", [FirstFitPackIterDataset, BestFitPackIterDataset])
 def test_get_state_and_set_state_restore_the_iterator(cls: Any) -> None:
-    expected = list(facade(cls, num_packing_bins=4, seed=3, meta_features=["id"]))
-    for k in (0, 1, 5, len(expected) - 1, len(expected)):
-        it = iter(facade(cls, num_packing_bins=4, seed=3, meta_features=["id"]))
-        head = [next(it) for _ in range(k)]
-        saved = json.loads(json.dumps(it.get_state()))
-        fresh = iter(facade(cls, num_packing_bins=4, seed=3, meta_features=["id"]))
-        fresh.set_state(saved)
-        assert_elements_equal(head + list(fresh), expected)
+    def make() -> Any:
+        return facade(cls, num_packing_bins=4, seed=3, meta_features=["id"])
+
+    count = len(list(make()))
+    assert_get_state_resumes(make, (0, 1, 5, count - 1, count))
+    saved = iter(make()).get_state()
     other = iter(facade(cls, num_packing_bins=5, seed=3, meta_features=["id"]))
     with pytest.raises(ValueError, match="State belongs to another pipeline"):
         other.set_state(saved)
@@ -133,17 +132,7 @@ def test_the_output_and_the_states_do_not_depend_on_the_worker_count() -> None:
     def make() -> Any:
         return facade(FirstFitPackIterDataset, 80, num_packing_bins=4, seed=1).batch(2)
 
-    expected = list(make())
-    for workers in (0, 1, 2):
-        options = grain.MultiprocessingOptions(num_workers=workers)
-        it = iter(make().mp_prefetch(options))
-        head = [next(it) for _ in range(len(expected) // 2)]
-        saved = it.get_state()
-        assert_elements_equal(head + list(it), expected)
-        it.close()
-        resumed = iter(make())  # no workers: a state saved with W workers restores with 0
-        resumed.set_state(saved)
-        assert_elements_equal(list(resumed), expected[len(head) :])
+    assert_same_under_workers(make)
 
 
 def test_rows_kept_by_the_consumer_are_never_overwritten() -> None:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from grainfn._src import combinators as fn
 from grainfn._src import validate
-from grainfn._src.facade.datasets import IterDataset, MapDataset
+from grainfn._src.facade.datasets import IterDataset, MapDataset, map_core, stream_core
 
 T = TypeVar("T")
 
@@ -34,9 +34,7 @@ class ZipMapDataset(MapDataset[tuple[Any, ...]]):
     """
 
     def __init__(self, parents: Sequence[MapDataset[Any]]) -> None:
-        cores = [
-            _map_core(parent, "ZipMapDataset") for parent in _parents(parents, "ZipMapDataset")
-        ]
+        cores = [map_core(parent, "ZipMapDataset") for parent in _parents(parents, "ZipMapDataset")]
         super().__init__(parents)
         self._core = fn.zip(cores, strict=True)
 
@@ -60,7 +58,7 @@ class ZipIterDataset(IterDataset[tuple[Any, ...]]):
         self, parents: Sequence[IterDataset[Any] | MapDataset[Any]], *, strict: bool = True
     ) -> None:
         streams = [
-            _stream(parent, "ZipIterDataset") for parent in _parents(parents, "ZipIterDataset")
+            stream_core(parent, "ZipIterDataset") for parent in _parents(parents, "ZipIterDataset")
         ]
         super().__init__(parents)
         self._core = fn.zip(streams, strict=bool(strict))
@@ -110,7 +108,7 @@ class InterleaveIterDataset(IterDataset[T]):
             core: Any = fn.map(dataset_core, datasets.core)
         else:
             what = "InterleaveIterDataset"
-            core = [_stream(ds, what) for ds in _parents(datasets, what, allow_empty=True)]
+            core = [stream_core(ds, what) for ds in _parents(datasets, what, allow_empty=True)]
         super().__init__()
         self._core = fn.interleave(cycle_length, core)
 
@@ -132,7 +130,7 @@ class WindowShuffleIterDataset(IterDataset[T]):
     def __init__(
         self, parent: IterDataset[T] | MapDataset[T], *, window_size: int, seed: int
     ) -> None:
-        stream = _stream(parent, "WindowShuffleIterDataset")
+        stream = stream_core(parent, "WindowShuffleIterDataset")
         super().__init__(parent)
         self._core = fn.window_shuffle(window_size, stream, seed=validate.check_seed(seed))
 
@@ -153,7 +151,7 @@ class RebatchIterDataset(IterDataset[Any]):
         batch_size: int,
         drop_remainder: bool = False,
     ) -> None:
-        stream = _stream(parent, "RebatchIterDataset")
+        stream = stream_core(parent, "RebatchIterDataset")
         super().__init__(parent)
         self._core = fn.rebatch(batch_size, stream, drop_remainder=drop_remainder)
 
@@ -180,19 +178,3 @@ def _parents(parents: Any, what: str, allow_empty: bool = False) -> Sequence[Any
     if not parents and not allow_empty:
         raise ValueError(f"{what} needs at least one parent, got an empty list.")
     return parents
-
-
-def _map_core(ds: Any, what: str) -> Any:
-    if not isinstance(ds, MapDataset):
-        raise TypeError(f"{what} takes MapDatasets, got {ds!r} of type {type(ds).__name__}.")
-    return ds.core
-
-
-def _stream(ds: Any, what: str) -> Any:
-    if isinstance(ds, IterDataset):
-        return ds.core
-    if isinstance(ds, MapDataset):
-        return ds.to_iter_dataset().core
-    raise TypeError(
-        f"{what} takes IterDatasets or MapDatasets, got {ds!r} of type {type(ds).__name__}."
-    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.facade.datasets import IterDataset
+from grainfn._src.facade.datasets import IterDataset, iter_core
 from grainfn._src.packing.concat_then_split import concat_then_split
 
 
@@ -66,11 +66,7 @@ class ConcatThenSplitIterDataset(IterDataset[dict[str, np.ndarray]]):
         bos_token_id: int | None = None,
     ) -> None:
         super().__init__(parent)
-        if not isinstance(parent, IterDataset):
-            raise TypeError(
-                f"ConcatThenSplitIterDataset takes an IterDataset, got {parent!r} of type "
-                f"{type(parent).__name__}; use ds.to_iter_dataset() on a MapDataset."
-            )
+        stream = iter_core(parent, "ConcatThenSplitIterDataset")
         if not isinstance(bos_handling, BOSHandling):
             raise TypeError(
                 f"bos_handling must be a grainfn.experimental.BOSHandling, got {bos_handling!r}."
@@ -87,7 +83,7 @@ class ConcatThenSplitIterDataset(IterDataset[dict[str, np.ndarray]]):
                 bos_token_id = None
         self._core = concat_then_split(
             length_struct,
-            parent.core,
+            stream,
             meta_features=meta_features,
             split_full_length_features=split_full_length_features,
             bos_features=bos_features,

@@ -358,13 +358,40 @@ def _wrap(value: Any) -> Any:
     return _wrap_iter(value) if isinstance(value, Stream) else _wrap_map(value)
 
 
+def map_core(ds: Any, what: str) -> Dataset[Any]:
+    """The core dataset of a MapDataset; a TypeError naming `what` for anything else."""
+    if not isinstance(ds, MapDataset):
+        raise TypeError(f"{what} takes MapDatasets, got {ds!r} of type {type(ds).__name__}.")
+    return ds.core
+
+
+def iter_core(ds: Any, what: str) -> Stream[Any]:
+    """The core stream of an IterDataset; a TypeError naming `what` for anything else."""
+    if not isinstance(ds, IterDataset):
+        hint = (
+            " Read a MapDataset with .to_iter_dataset() first."
+            if isinstance(ds, MapDataset)
+            else ""
+        )
+        raise TypeError(
+            f"{what} takes an IterDataset, got {ds!r} of type {type(ds).__name__}.{hint}"
+        )
+    return ds.core
+
+
+def stream_core(ds: Any, what: str) -> Stream[Any]:
+    """The core stream of an IterDataset, or of a MapDataset read with `to_iter_dataset()`."""
+    if isinstance(ds, MapDataset):
+        return ds.to_iter_dataset().core
+    if isinstance(ds, IterDataset):
+        return ds.core
+    raise TypeError(
+        f"{what} takes IterDatasets or MapDatasets, got {ds!r} of type {type(ds).__name__}."
+    )
+
+
 def _cores(datasets: Any, what: str) -> tuple[Dataset[Any], ...]:
-    cores = []
-    for ds in _sequence(datasets, what):
-        if not isinstance(ds, MapDataset):
-            raise TypeError(f"{what} takes MapDatasets, got {ds!r} of type {type(ds).__name__}.")
-        cores.append(ds.core)
-    return tuple(cores)
+    return tuple(map_core(ds, what) for ds in _sequence(datasets, what))
 
 
 def _stream_of(ds: Any) -> Stream[Any]:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from grainfn._src import combinators as fn
 from grainfn._src import validate
-from grainfn._src.facade.datasets import IterDataset, MapDataset
+from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
 from grainfn._src.facade.transforms import FlatMap
 from grainfn._src.index.shuffle import shuffle_index
 from grainfn._src.testing.assertions import assert_resumable
@@ -31,7 +31,7 @@ class LimitIterDataset(IterDataset[T]):
 
     def __init__(self, parent: IterDataset[T], count: int) -> None:
         super().__init__(parent)
-        self._core = fn.limit(count, _iter_core(parent, "LimitIterDataset"))
+        self._core = fn.limit(count, iter_core(parent, "LimitIterDataset"))
 
 
 class RepeatIterDataset(IterDataset[T]):
@@ -45,7 +45,7 @@ class RepeatIterDataset(IterDataset[T]):
 
     def __init__(self, parent: IterDataset[T], num_epochs: int | None = None) -> None:
         super().__init__(parent)
-        self._core = fn.repeat(num_epochs, _iter_core(parent, "RepeatIterDataset"))
+        self._core = fn.repeat(num_epochs, iter_core(parent, "RepeatIterDataset"))
 
 
 class FlatMapMapDataset(MapDataset[Any]):
@@ -65,7 +65,9 @@ class FlatMapMapDataset(MapDataset[Any]):
         super().__init__(parent)
         transform = _flat_map(transform)
         self._core = fn.flat_map(
-            transform.flat_map, _map_core(parent), max_fan_out=transform.max_fan_out
+            transform.flat_map,
+            map_core(parent, type(self).__name__),
+            max_fan_out=transform.max_fan_out,
         )
 
 
@@ -74,7 +76,7 @@ class FlatMapIterDataset(IterDataset[Any]):
 
     def __init__(self, parent: IterDataset[Any], transform: FlatMap) -> None:
         super().__init__(parent)
-        self._core = fn.flat_map(_flat_map(transform).flat_map, _iter_core(parent, "FlatMap"))
+        self._core = fn.flat_map(_flat_map(transform).flat_map, iter_core(parent, "FlatMap"))
 
 
 class WindowShuffleMapDataset(MapDataset[T]):
@@ -89,7 +91,9 @@ class WindowShuffleMapDataset(MapDataset[T]):
 
     def __init__(self, parent: MapDataset[T], *, window_size: int, seed: int) -> None:
         super().__init__(parent)
-        self._core = fn.window_shuffle(window_size, _map_core(parent), seed=seed)
+        self._core = fn.window_shuffle(
+            window_size, map_core(parent, type(self).__name__), seed=seed
+        )
 
 
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
@@ -112,24 +116,12 @@ def assert_equal_output_after_checkpoint(ds: IterDataset[Any] | MapDataset[Any])
     """
     if isinstance(ds, MapDataset):
         ds = ds.to_iter_dataset()
-    core = _iter_core(ds, "assert_equal_output_after_checkpoint")
+    core = iter_core(ds, "assert_equal_output_after_checkpoint")
     assert_resumable(
         lambda: core,
         max_elements=_CHECKPOINT_ELEMENTS,
         resume_points=_CHECKPOINT_ELEMENTS + 1,
     )
-
-
-def _iter_core(ds: Any, what: str) -> Any:
-    if not isinstance(ds, IterDataset):
-        raise TypeError(f"{what} takes an IterDataset, got {ds!r} of type {type(ds).__name__}.")
-    return ds.core
-
-
-def _map_core(ds: Any) -> Any:
-    if not isinstance(ds, MapDataset):
-        raise TypeError(f"A MapDataset is expected, got {ds!r} of type {type(ds).__name__}.")
-    return ds.core
 
 
 def _flat_map(transform: Any) -> FlatMap:

@@ -7,14 +7,33 @@ Each class builds the core stream its `grainfn.fn` combinator would
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Unpack
 
-from grainfn._src.facade.datasets import IterDataset
-from grainfn._src.packing import best_fit_pack, first_fit_pack
+from grainfn._src.facade.datasets import IterDataset, iter_core
+from grainfn._src.packing import PackOptions, best_fit_pack, first_fit_pack
+from grainfn._src.stream import Stream
 
 
-class FirstFitPackIterDataset(IterDataset[dict[str, Any]]):
+class _PackIterDataset(IterDataset[dict[str, Any]]):
+    """A packing dataset: its subclass names the core combinator that packs."""
+
+    _pack: ClassVar[Callable[..., Stream[dict[str, Any]]]]
+
+    def __init__(
+        self,
+        parent: IterDataset[Any],
+        *,
+        length_struct: Mapping[str, int],
+        num_packing_bins: int,
+        **options: Unpack[PackOptions],
+    ) -> None:
+        super().__init__(parent)
+        stream = iter_core(parent, type(self).__name__)
+        self._core = self._pack(length_struct, stream, num_packing_bins=num_packing_bins, **options)
+
+
+class FirstFitPackIterDataset(_PackIterDataset):
     """Packs variable-length sequences into `num_packing_bins` bins, first-fit, as Grain does.
 
     Elements are dicts; each goes into the first bin where all its features
@@ -30,15 +49,10 @@ class FirstFitPackIterDataset(IterDataset[dict[str, Any]]):
         parent: The IterDataset of dict elements to pack.
         length_struct: A dict from each feature to pack to its packed length.
         num_packing_bins: How many bins are packed at a time.
-        seed: Seeds the shuffle of each set of bins.
-        shuffle_bins: Whether the bins of a set come out shuffled.
-        shuffle_bins_group_by_feature: An output feature; the shuffled bins are
-            sorted by its mean distinct nonzero value per bin first.
-        meta_features: Features without segment ids and positions: packed and
-            padded if in `length_struct`, else the list of the bin's values.
-        pack_alignment_struct: Per feature, sequences in a bin start at multiples of this.
-        padding_struct: Per feature, the padding value (default 0).
-        max_sequences_per_bin: The most sequences one bin takes.
+        **options: The `PackOptions`: `seed` (of the shuffle of each set of
+            bins), `shuffle_bins`, `shuffle_bins_group_by_feature`,
+            `meta_features`, `pack_alignment_struct`, `padding_struct` and
+            `max_sequences_per_bin`, with Grain's meanings and defaults.
 
     Examples:
         >>> import numpy as np
@@ -50,36 +64,10 @@ class FirstFitPackIterDataset(IterDataset[dict[str, Any]]):
         [[1, 2, 3, 1, 2], [1, 2, 3, 4, 1]]
     """
 
-    def __init__(
-        self,
-        parent: IterDataset[Any],
-        *,
-        length_struct: Mapping[str, int],
-        num_packing_bins: int,
-        seed: int = 0,
-        shuffle_bins: bool = True,
-        shuffle_bins_group_by_feature: str | None = None,
-        meta_features: Sequence[str] = (),
-        pack_alignment_struct: Mapping[str, int] | None = None,
-        padding_struct: Mapping[str, Any] | None = None,
-        max_sequences_per_bin: int | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._core = first_fit_pack(
-            length_struct,
-            _stream_of(parent, type(self).__name__),
-            num_packing_bins=num_packing_bins,
-            seed=seed,
-            shuffle_bins=shuffle_bins,
-            shuffle_bins_group_by_feature=shuffle_bins_group_by_feature,
-            meta_features=meta_features,
-            pack_alignment_struct=pack_alignment_struct,
-            padding_struct=padding_struct,
-            max_sequences_per_bin=max_sequences_per_bin,
-        )
+    _pack = staticmethod(first_fit_pack)
 
 
-class BestFitPackIterDataset(IterDataset[dict[str, Any]]):
+class BestFitPackIterDataset(_PackIterDataset):
     """Packs like `FirstFitPackIterDataset`, each sequence into the fullest bin where it fits.
 
     A bin's fullness is the sum over features of the cells it uses; ties go
@@ -96,39 +84,4 @@ class BestFitPackIterDataset(IterDataset[dict[str, Any]]):
         [[1, 1, 1, 2, 2], [1, 1, 1, 1, 2]]
     """
 
-    def __init__(
-        self,
-        parent: IterDataset[Any],
-        *,
-        length_struct: Mapping[str, int],
-        num_packing_bins: int,
-        seed: int = 0,
-        shuffle_bins: bool = True,
-        shuffle_bins_group_by_feature: str | None = None,
-        meta_features: Sequence[str] = (),
-        pack_alignment_struct: Mapping[str, int] | None = None,
-        padding_struct: Mapping[str, Any] | None = None,
-        max_sequences_per_bin: int | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._core = best_fit_pack(
-            length_struct,
-            _stream_of(parent, type(self).__name__),
-            num_packing_bins=num_packing_bins,
-            seed=seed,
-            shuffle_bins=shuffle_bins,
-            shuffle_bins_group_by_feature=shuffle_bins_group_by_feature,
-            meta_features=meta_features,
-            pack_alignment_struct=pack_alignment_struct,
-            padding_struct=padding_struct,
-            max_sequences_per_bin=max_sequences_per_bin,
-        )
-
-
-def _stream_of(parent: Any, what: str) -> Any:
-    if not isinstance(parent, IterDataset):
-        raise TypeError(
-            f"{what} packs an IterDataset, got {parent!r} of type {type(parent).__name__}; "
-            "read a MapDataset with .to_iter_dataset() first."
-        )
-    return parent.core
+    _pack = staticmethod(best_fit_pack)

@@ -7,17 +7,25 @@ configuration first, data last) behind Grain's `FirstFitPackIterDataset` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 import toolz
 
 from grainfn._src.dataset import Dataset
-from grainfn._src.packing.spec import PackSpec, pack_spec
+from grainfn._src.packing.spec import PackOptions, PackSpec, pack_spec
 from grainfn._src.packing.stream import PackedStream, PackState
-from grainfn._src.stream import FromDatasetStream, Stream
+from grainfn._src.reading import as_stream
+from grainfn._src.stream import Stream
 
-__all__ = ["PackSpec", "PackState", "PackedStream", "best_fit_pack", "first_fit_pack"]
+__all__ = [
+    "PackOptions",
+    "PackSpec",
+    "PackState",
+    "PackedStream",
+    "best_fit_pack",
+    "first_fit_pack",
+]
 
 
 @toolz.curry
@@ -26,13 +34,7 @@ def first_fit_pack(
     data: Stream[Any] | Dataset[Any],
     *,
     num_packing_bins: int | None = None,
-    seed: int = 0,
-    shuffle_bins: bool = True,
-    shuffle_bins_group_by_feature: str | None = None,
-    meta_features: Sequence[str] = (),
-    pack_alignment_struct: Mapping[str, int] | None = None,
-    padding_struct: Mapping[str, Any] | None = None,
-    max_sequences_per_bin: int | None = None,
+    **options: Unpack[PackOptions],
 ) -> Stream[dict[str, Any]]:
     """Packs dict elements into rows of `length_struct` cells per feature, first-fit.
 
@@ -49,15 +51,9 @@ def first_fit_pack(
         length_struct: A dict from each feature to pack to its packed length.
         data: A stream of dicts (a dataset is read in order).
         num_packing_bins: How many bins a block packs into (required).
-        seed: Seeds the row shuffle of each block.
-        shuffle_bins: Whether each block's rows come out shuffled.
-        shuffle_bins_group_by_feature: An output feature; shuffled rows are
-            sorted by its mean distinct nonzero value per row first.
-        meta_features: Features without segment ids and positions: packed and
-            padded if in `length_struct`, else the list of the row's values.
-        pack_alignment_struct: Per feature, elements in a row start at multiples of this.
-        padding_struct: Per feature, the padding value (default 0).
-        max_sequences_per_bin: The most elements one row takes.
+        **options: The `PackOptions`: `seed` (of the row shuffle of each block),
+            `shuffle_bins`, `shuffle_bins_group_by_feature`, `meta_features`,
+            `pack_alignment_struct`, `padding_struct`, `max_sequences_per_bin`.
 
     Returns:
         A stream of packed dicts, with keys sorted.
@@ -76,19 +72,7 @@ def first_fit_pack(
         [1 2 3 1 2] [1 1 1 2 2] [0 1 2 0 1]
         [1 2 3 4 1] [1 1 1 1 2] [0 1 2 3 0]
     """
-    return _packed(
-        "first_fit",
-        length_struct,
-        data,
-        num_packing_bins,
-        seed=seed,
-        shuffle_bins=shuffle_bins,
-        shuffle_bins_group_by_feature=shuffle_bins_group_by_feature,
-        meta_features=meta_features,
-        pack_alignment_struct=pack_alignment_struct,
-        padding_struct=padding_struct,
-        max_sequences_per_bin=max_sequences_per_bin,
-    )
+    return _packed("first_fit", length_struct, data, num_packing_bins, options)
 
 
 @toolz.curry
@@ -97,13 +81,7 @@ def best_fit_pack(
     data: Stream[Any] | Dataset[Any],
     *,
     num_packing_bins: int | None = None,
-    seed: int = 0,
-    shuffle_bins: bool = True,
-    shuffle_bins_group_by_feature: str | None = None,
-    meta_features: Sequence[str] = (),
-    pack_alignment_struct: Mapping[str, int] | None = None,
-    padding_struct: Mapping[str, Any] | None = None,
-    max_sequences_per_bin: int | None = None,
+    **options: Unpack[PackOptions],
 ) -> Stream[dict[str, Any]]:
     """Packs dict elements like `first_fit_pack`, each into the fullest bin where it fits.
 
@@ -119,19 +97,7 @@ def best_fit_pack(
         >>> [row["tokens_segment_ids"].tolist() for row in fn.iterate(packed)]
         [[1, 1, 1, 2, 2], [1, 1, 1, 1, 2]]
     """
-    return _packed(
-        "best_fit",
-        length_struct,
-        data,
-        num_packing_bins,
-        seed=seed,
-        shuffle_bins=shuffle_bins,
-        shuffle_bins_group_by_feature=shuffle_bins_group_by_feature,
-        meta_features=meta_features,
-        pack_alignment_struct=pack_alignment_struct,
-        padding_struct=padding_struct,
-        max_sequences_per_bin=max_sequences_per_bin,
-    )
+    return _packed("best_fit", length_struct, data, num_packing_bins, options)
 
 
 def _packed(
@@ -139,7 +105,7 @@ def _packed(
     length_struct: Mapping[str, int],
     data: Any,
     num_packing_bins: int | None,
-    **options: Any,
+    options: PackOptions,
 ) -> PackedStream:
     what = f"{strategy}_pack"
     if num_packing_bins is None:
@@ -147,11 +113,5 @@ def _packed(
             f"{what} needs num_packing_bins=N, the number of bins a block packs into "
             "(Grain's argument of the same name)."
         )
-    if isinstance(data, Dataset):
-        data = FromDatasetStream(data)
-    if not isinstance(data, Stream):
-        raise TypeError(
-            f"{what} expects a grainfn Stream (or Dataset) as its last argument, got "
-            f"{data!r} of type {type(data).__name__}."
-        )
-    return PackedStream(data, pack_spec(strategy, length_struct, num_packing_bins, **options))
+    stream = as_stream(data, what)
+    return PackedStream(stream, pack_spec(strategy, length_struct, num_packing_bins, **options))

@@ -147,13 +147,27 @@ class Block:
             return self._place_simple(elements)
         return self._place_any(elements)
 
+    def features_of(self, element: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The element's packed features in order, after keeping its listed meta features.
+
+        Raises:
+            ValueError: naming the missing feature.
+        """
+        try:
+            values = self.getter(element)
+            if self.listed:
+                self.extras.append([element[name] for name in self.listed])
+        except (KeyError, TypeError, IndexError) as error:
+            raise _missing_feature(self.spec, element) from error
+        return (values,) if self.single else values
+
     def _place_simple(self, elements: Sequence[Mapping[str, Any]]) -> int:
         """`place` for one or two features, without alignment or a limit per bin, inlined.
 
         The common case, written out with local variables: one feature is
         handled as two whose second is always empty.
         """
-        spec, getter, single, listed = self.spec, self.getter, self.single, self.listed
+        spec, features_of, single, listed = self.spec, self.features_of, self.single, self.listed
         rows, placed, lengths, extras = self.rows, self.elements, self.sizes, self.extras
         best, scores = self.best, self.scores
         cells = self.used[0]
@@ -161,14 +175,7 @@ class Block:
         capacity, capacity2 = self.capacities[0], 0 if single else self.capacities[1]
         opened, bins = self.open, self.bins
         for done, element in enumerate(elements):
-            try:
-                values = getter(element)
-                if listed:
-                    extras.append([element[name] for name in listed])
-            except (KeyError, TypeError, IndexError) as error:
-                raise _missing_feature(spec, element) from error
-            if single:
-                values = (values,)
+            values = features_of(element)
             try:
                 size = values[0].shape[0]
                 size2 = 0 if single else values[1].shape[0]
@@ -209,19 +216,12 @@ class Block:
 
     def _place_any(self, elements: Sequence[Mapping[str, Any]]) -> int:
         """`place` for any features and options."""
-        spec, getter, single, listed = self.spec, self.getter, self.single, self.listed
+        spec, features_of, listed = self.spec, self.features_of, self.listed
         used, capacities, scores, counts = self.used, self.capacities, self.scores, self.counts
         alignments, limit, best = self.alignments, self.limit, self.best
         rows, placed, lengths, extras = self.rows, self.elements, self.sizes, self.extras
         for done, element in enumerate(elements):
-            try:
-                values = getter(element)
-                if listed:
-                    extras.append([element[name] for name in listed])
-            except (KeyError, TypeError, IndexError) as error:
-                raise _missing_feature(spec, element) from error
-            if single:
-                values = (values,)
+            values = features_of(element)
             try:
                 sizes = [value.shape[0] for value in values]
             except (AttributeError, IndexError):  # not an array, or a scalar: the slow path

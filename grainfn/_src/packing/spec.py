@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -93,18 +93,49 @@ class PackSpec:
         return f"{self.strategy}_pack({', '.join(parts)})"
 
 
+class PackOptions(TypedDict, total=False):
+    """The optional arguments of every packing stage, named as in Grain.
+
+    Attributes:
+        seed: Seeds the row shuffle (an integer >= 0; default 0).
+        shuffle_bins: Whether a block's rows come out shuffled (default True).
+        shuffle_bins_group_by_feature: An output feature; the shuffled rows are
+            sorted by its per-row mean of distinct nonzero values first.
+        meta_features: Features without segment ids and positions: packed and
+            padded if in `length_struct`, else the list of the row's values.
+        pack_alignment_struct: Per feature (the keys of `length_struct`), the
+            elements of a row start at multiples of this; None for 1.
+        padding_struct: Per feature (the keys of `length_struct`), the padding
+            value; None for zeros.
+        max_sequences_per_bin: The most elements one row takes; None for no limit.
+    """
+
+    seed: int
+    shuffle_bins: bool
+    shuffle_bins_group_by_feature: str | None
+    meta_features: Sequence[str]
+    pack_alignment_struct: Mapping[str, int] | None
+    padding_struct: Mapping[str, Any] | None
+    max_sequences_per_bin: int | None
+
+
+DEFAULT_OPTIONS: PackOptions = {
+    "seed": 0,
+    "shuffle_bins": True,
+    "shuffle_bins_group_by_feature": None,
+    "meta_features": (),
+    "pack_alignment_struct": None,
+    "padding_struct": None,
+    "max_sequences_per_bin": None,
+}
+"""The value of each `PackOptions` option left out."""
+
+
 def pack_spec(
     strategy: str,
     length_struct: Mapping[str, int],
     num_packing_bins: int,
-    *,
-    seed: int = 0,
-    shuffle_bins: bool = True,
-    shuffle_bins_group_by_feature: str | None = None,
-    meta_features: Sequence[str] = (),
-    pack_alignment_struct: Mapping[str, int] | None = None,
-    padding_struct: Mapping[str, Any] | None = None,
-    max_sequences_per_bin: int | None = None,
+    **options: Unpack[PackOptions],
 ) -> PackSpec:
     """Checks Grain's packing arguments and returns them as a `PackSpec`.
 
@@ -112,16 +143,7 @@ def pack_spec(
         strategy: "first_fit" or "best_fit".
         length_struct: A dict from each feature to pack to its packed length.
         num_packing_bins: How many bins a block packs into (>= 1).
-        seed: Seeds the row shuffle (an integer >= 0).
-        shuffle_bins: Whether a block's rows come out shuffled.
-        shuffle_bins_group_by_feature: An output feature that orders the
-            shuffled rows by its per-row mean of distinct nonzero values.
-        meta_features: Features without segment ids and positions.
-        pack_alignment_struct: Per-feature alignment (a dict with the keys of
-            `length_struct`), or None for 1.
-        padding_struct: Per-feature padding value (a dict with the keys of
-            `length_struct`), or None for zeros.
-        max_sequences_per_bin: The most elements one bin takes, or None.
+        **options: The `PackOptions`.
 
     Returns:
         The checked options.
@@ -140,21 +162,32 @@ def pack_spec(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+    unknown = sorted(set(options) - set(DEFAULT_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"{strategy}_pack got an unknown option {unknown[0]!r}; the options are "
+            f"length_struct, num_packing_bins and {', '.join(DEFAULT_OPTIONS)}."
+        )
+    given: PackOptions = {**DEFAULT_OPTIONS, **options}
+    pack_alignment_struct = given["pack_alignment_struct"]
+    padding_struct = given["padding_struct"]
+    max_sequences_per_bin = given["max_sequences_per_bin"]
     lengths = _feature_map(length_struct, "length_struct", None)
     features = tuple(sorted(lengths))
     for name in features:
         lengths[name] = validate.check_positive_int(lengths[name], f"length_struct[{name!r}]")
-    metas = _meta_features(meta_features)
+    metas = _meta_features(given["meta_features"])
     alignments = None
     if pack_alignment_struct is not None:
-        given = _feature_map(pack_alignment_struct, "pack_alignment_struct", features)
+        aligned = _feature_map(pack_alignment_struct, "pack_alignment_struct", features)
         alignments = tuple(
-            validate.check_positive_int(given[f], f"pack_alignment_struct[{f!r}]") for f in features
+            validate.check_positive_int(aligned[f], f"pack_alignment_struct[{f!r}]")
+            for f in features
         )
     paddings = None
     if padding_struct is not None:
-        given = _feature_map(padding_struct, "padding_struct", features)
-        paddings = tuple(_padding(given[f], f) for f in features)
+        padded = _feature_map(padding_struct, "padding_struct", features)
+        paddings = tuple(_padding(padded[f], f) for f in features)
     if max_sequences_per_bin is not None:
         max_sequences_per_bin = validate.check_positive_int(
             max_sequences_per_bin, "max_sequences_per_bin"
@@ -164,9 +197,9 @@ def pack_spec(
         features=features,
         lengths=tuple(lengths[f] for f in features),
         num_bins=validate.check_positive_int(num_packing_bins, "num_packing_bins"),
-        seed=validate.check_nonnegative_int(seed, "seed"),
-        shuffle_bins=_flag(shuffle_bins, "shuffle_bins"),
-        group_by=shuffle_bins_group_by_feature,
+        seed=validate.check_nonnegative_int(given["seed"], "seed"),
+        shuffle_bins=_flag(given["shuffle_bins"], "shuffle_bins"),
+        group_by=given["shuffle_bins_group_by_feature"],
         meta_features=metas,
         alignments=alignments,
         paddings=paddings,
