@@ -1,0 +1,1 @@
+"""The DataLoader's core: samplers, sharding, operations on records, and the loader's stream."""
