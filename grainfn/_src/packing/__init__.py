@@ -8,7 +8,7 @@ configuration first, data last) behind Grain's `FirstFitPackIterDataset` and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import toolz
 
@@ -17,6 +17,9 @@ from grainfn._src.packing.spec import PackOptions, PackSpec, pack_spec
 from grainfn._src.packing.stream import PackedStream, PackState
 from grainfn._src.reading import as_stream
 from grainfn._src.stream import Stream
+
+if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on
+    from typing_extensions import Unpack
 
 __all__ = [
     "PackOptions",

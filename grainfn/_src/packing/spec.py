@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from grainfn._src import validate
+
+if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on
+    from typing_extensions import Unpack
 
 STRATEGIES = ("first_fit", "best_fit")
 """The placement rules: the first bin with room, or the fullest bin with room."""
