@@ -149,6 +149,14 @@ def test_every_random_dataset_is_deterministic(ds: fn.Dataset) -> None:
     testing.assert_deterministic(lambda: ds, max_elements=100)
 
 
+def test_an_endless_dataset_that_filters_everything_is_checked_in_bounded_time() -> None:
+    spec = (("range", 1), ("map", "add_one"), ("repeat", None, False), ("filter", "keep_even"))
+    ds = testing.build_dataset(spec)  # [1, 1, 1, ...] with every element filtered out
+    assert ds.get_many(range(5)) == [None] * 5
+    testing.assert_deterministic(lambda: ds, max_elements=50)  # reads positions, not elements
+    assert testing._builds(testing.build_dataset, spec) is not None
+
+
 def test_assertions_catch_nondeterminism() -> None:
     import itertools
 

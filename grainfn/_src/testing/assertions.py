@@ -11,6 +11,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from grainfn._src.dataset import Dataset
 from grainfn._src.reading import as_stream, iterate, state_from_dict, state_to_dict
 from grainfn._src.stream import END
 
@@ -57,9 +58,13 @@ def _is_nan(value: Any) -> bool:
 def assert_deterministic(make: Callable[[], Any], *, max_elements: int = 1000) -> None:
     """Asserts that two builds of a pipeline, and a pickled copy, yield the same elements.
 
+    A dataset is compared at its first `max_elements` positions, None where a
+    filter removed the element (so an endless dataset that filters everything
+    out is read in bounded time); a stream by its first `max_elements` elements.
+
     Args:
         make: Builds the pipeline: a grainfn Dataset or Stream.
-        max_elements: How many elements to compare at most.
+        max_elements: How many positions (dataset) or elements (stream) to compare at most.
 
     Examples:
         >>> from grainfn import fn
@@ -125,4 +130,6 @@ def assert_resumable(
 
 
 def _read(value: Any, max_elements: int) -> list[Any]:
+    if isinstance(value, Dataset):
+        return value.get_many(np.arange(min(value.length, max_elements), dtype=np.int64))
     return list(itertools.islice(iterate(value), max_elements))
