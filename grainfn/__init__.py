@@ -20,7 +20,16 @@ from typing import Any
 from grainfn import experimental, fn, python, samplers, sharding, sources, transforms
 from grainfn._src.array_record.source import ArrayRecordDataSource
 from grainfn._src.dataset import Dataset
+from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, MapDataset
+from grainfn._src.facade.inspection import (
+    describe,
+    describe_text,
+    draw,
+    stage_stats,
+    to_dot,
+    trace,
+)
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, DataLoaderIterator, load
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
@@ -28,6 +37,8 @@ from grainfn._src.facade.transforms import Batch
 from grainfn._src.facade.transforms import Filter as FilterTransform
 from grainfn._src.facade.transforms import Map as MapTransform
 from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
+from grainfn._src.inspect.stats import StageStats
+from grainfn._src.inspect.trace import Trace, TraceStep
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import IndexSampler, SequentialSampler
 from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
@@ -55,7 +66,14 @@ __all__ = [
     "SequentialSampler",
     "ShardByJaxProcess",
     "ShardOptions",
+    "StageStats",
+    "Trace",
+    "TraceStep",
     "checkpoint",
+    "config",
+    "describe",
+    "describe_text",
+    "draw",
     "experimental",
     "fn",
     "load",
@@ -63,6 +81,9 @@ __all__ = [
     "samplers",
     "sharding",
     "sources",
+    "stage_stats",
+    "to_dot",
+    "trace",
     "transforms",
 ]
 __version__ = "0.1.0"

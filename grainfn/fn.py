@@ -43,6 +43,11 @@ from grainfn._src.combinators import (
 )
 from grainfn._src.dataset import Dataset
 from grainfn._src.element_spec import element_spec
+from grainfn._src.inspect.graph import draw, to_dot
+from grainfn._src.inspect.stats import StageStats, stage_stats
+from grainfn._src.inspect.timing import timed
+from grainfn._src.inspect.trace import Trace, TraceStep, trace
+from grainfn._src.inspect.tree import describe, describe_text
 from grainfn._src.interleave import InterleaveSlot, InterleaveState
 from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
 from grainfn._src.packing.concat_then_split import ConcatThenSplitState, concat_then_split
@@ -63,6 +68,16 @@ from grainfn._src.window_shuffle_stream import WindowShuffleState
 from grainfn._src.zip import ZipState
 
 __all__ = [
+    "trace",
+    "to_dot",
+    "timed",
+    "stage_stats",
+    "draw",
+    "describe_text",
+    "describe",
+    "TraceStep",
+    "Trace",
+    "StageStats",
     "END",
     "ConcatThenSplitState",
     "PackState",

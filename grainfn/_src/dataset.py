@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -22,6 +22,20 @@ T = TypeVar("T")
 
 INFINITE = sys.maxsize
 """The length of an infinitely repeated dataset, as in Grain."""
+
+
+class ParentIndex(NamedTuple):
+    """Where a dataset stage reads one of its positions: see `Dataset.trace_parent`.
+
+    Attributes:
+        parent: Which of the stage's `parents` it reads (0 for one-parent stages).
+        first: The (first) index it reads there.
+        size: How many consecutive indices it reads from `first` on (a batch reads several).
+    """
+
+    parent: int
+    first: int
+    size: int = 1
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -93,6 +107,20 @@ class Dataset(Generic[T]):
     def describe_stage(self) -> str:
         """One line naming this stage and its arguments, without its parents."""
         return type(self).__name__
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        """Which parent, and which index of it, position `index` reads (`grainfn.fn.trace`).
+
+        Stages that only move indices answer with the same pure index
+        functions `_get` uses; a stage that does not know raises TypeError.
+
+        Args:
+            index: A position >= 0 of this stage (past `length`: a later epoch).
+        """
+        raise TypeError(
+            f"Cannot trace through the stage {self.describe_stage()!r} "
+            f"({type(self).__name__}): it does not say which parent index it reads."
+        )
 
     def __repr__(self) -> str:
         return "\n".join(pipeline_lines(self))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src import tree
-from grainfn._src.dataset import Dataset, OneParent, function_name, set_length
+from grainfn._src.dataset import Dataset, OneParent, ParentIndex, function_name, set_length
 from grainfn._src.index import slicing
 from grainfn._src.index.rng import ElementRng
 
@@ -37,6 +37,9 @@ class MappedDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -63,6 +66,9 @@ class RandomMappedDataset(OneParent):
     def describe_stage(self) -> str:
         return f"random_map({function_name(self.fn)}, seed={self.seed})"
 
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class IndexMappedDataset(OneParent):
@@ -85,6 +91,9 @@ class IndexMappedDataset(OneParent):
     def describe_stage(self) -> str:
         return f"map_with_index({function_name(self.fn)})"
 
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class FilteredDataset(OneParent):
@@ -106,6 +115,9 @@ class FilteredDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -151,6 +163,11 @@ class BatchedDataset(OneParent):
         extra = ", drop_remainder=True" if self.drop_remainder else ""
         fn = f", batch_fn={function_name(self.batch_fn)}" if self.batch_fn else ""
         return f"batch({self.batch_size}{extra}{fn})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        """The first parent index of the batch, and the batch's size."""
+        starts, stops = self._bounds(np.array([index], dtype=np.int64))
+        return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
 
 
 def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:

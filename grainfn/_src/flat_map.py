@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src import state as records
-from grainfn._src.dataset import INFINITE, OneParent, function_name, set_length
+from grainfn._src.dataset import INFINITE, OneParent, ParentIndex, function_name, set_length
 from grainfn._src.stream import BaseCursor, Cursor
 from grainfn._src.stream_ops import WrappingStream
 
@@ -66,6 +66,10 @@ class FlatMappedDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"flat_map({function_name(self.fn)}, max_fan_out={self.max_fan_out})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        """The parent element whose split `index % max_fan_out` this position holds."""
+        return ParentIndex(0, index // self.max_fan_out)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.dataset import INFINITE, Dataset, OneParent, set_length
+from grainfn._src.dataset import INFINITE, Dataset, OneParent, ParentIndex, set_length
 from grainfn._src.index import mixing, shuffle, slicing, windows
 
 
@@ -39,6 +39,9 @@ class SeededDataset(OneParent):
     def describe_stage(self) -> str:
         return f"seed({self.seed})"
 
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class ShuffledDataset(OneParent):
@@ -59,6 +62,10 @@ class ShuffledDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"shuffle(seed={self.seed})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        slicing.check_addressable(index, self.length, self.length)
+        return ParentIndex(0, shuffle.shuffle_index(index, self.length, self.seed))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -83,6 +90,14 @@ class WindowShuffledDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"window_shuffle({self.window_size}, seed={self.seed})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        slicing.check_addressable(index, self.length, self.length)
+        indices = np.array([index], dtype=np.int64)
+        parent_indices = windows.window_shuffle_indices(
+            indices, self.length, self.window_size, self.seed
+        )
+        return ParentIndex(0, int(parent_indices[0]))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -112,6 +127,12 @@ class SlicedDataset(OneParent):
         stop = self.start + self.size * self.step
         return f"slice(start={self.start}, stop={stop}, step={self.step})"
 
+    def trace_parent(self, index: int) -> ParentIndex:
+        slicing.check_addressable(index, self.length, self.parent.length)
+        parent_length = self.parent.length
+        key = slicing.slice_indices(index, self.start, self.step, self.size, parent_length)
+        return ParentIndex(0, int(key))
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class TakenDataset(OneParent):
@@ -134,6 +155,12 @@ class TakenDataset(OneParent):
 
     def describe_stage(self) -> str:
         return f"slice(positions of length {self.length})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        slicing.check_addressable(index, self.length, self.parent.length)
+        table = np.asarray(self.positions, dtype=np.int64)
+        key = slicing.take_indices(np.array([index], dtype=np.int64), table, self.parent.length)
+        return ParentIndex(0, int(key[0]))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -167,6 +194,10 @@ class RepeatedDataset(OneParent):
         reseed = "" if self.reseed_each_epoch else ", same epoch each time"
         return f"repeat({epochs}{reseed})"
 
+    def trace_parent(self, index: int) -> ParentIndex:
+        key = slicing.repeat_indices(index, self.parent.length, self.reseed_each_epoch)
+        return ParentIndex(0, int(key))
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class _Selection(Dataset[Any]):
@@ -188,6 +219,10 @@ class _Selection(Dataset[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         which, keys = self._route(indices)
         return gather(self.components, which, keys)
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        component, key = self._route(np.array([index], dtype=np.int64))
+        return ParentIndex(int(component[0]), int(key[0]))
 
 
 def gather(components: Sequence[Dataset[Any]], which: np.ndarray, keys: np.ndarray) -> list[Any]:
@@ -232,6 +267,9 @@ class MixedDataset(_Selection):
 
     def describe_stage(self) -> str:
         return f"mix(weights={list(self.weights)})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(*mixing.mix_index(index, self.proportions))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -280,3 +318,6 @@ class SelectedDataset(_Selection):
 
     def describe_stage(self) -> str:
         return f"select_from_datasets({type(self.selection_map).__name__})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(*self._select(index))

@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
+from grainfn._src.facade.config import config
+from grainfn._src.inspect.timing import timed
 from grainfn._src.reading import StateCodec
 from grainfn._src.stream import Stream, StreamIterator
 
@@ -43,11 +45,15 @@ class DatasetIterator(Iterator[T]):
 
     @classmethod
     def over(cls, stream: Stream[T]) -> DatasetIterator[T]:
-        """An iterator over a core stream, from its start."""
+        """An iterator over a core stream, from its start.
+
+        With `grainfn.config` option `py_debug_mode` on, the iterator runs a
+        timed copy of the stream (same elements and states): see `grainfn.describe`.
+        """
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)
-        it._attach(StreamIterator(stream))
+        it._attach(StreamIterator(timed(stream) if config.py_debug_mode else stream))
         return it
 
     def _attach(self, core: StreamIterator[T]) -> None:

@@ -1,0 +1,84 @@
+"""`grainfn.config`: Grain's global options object, with the options grainfn has.
+
+Grain reads `grain.config.update(name, value)`; grainfn keeps the same call
+for the one option it implements, `py_debug_mode`: when true, every iterator
+made afterwards (`iter(IterDataset)`, `iter(DataLoader)`) runs a timed copy of
+its pipeline, whose per-stage statistics `grainfn.describe(iterator)` and
+`grainfn.stage_stats(iterator)` show. Iterators made while it is false are
+untouched and pay nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OPTIONS: dict[str, tuple[type, Any, str]] = {
+    "py_debug_mode": (
+        bool,
+        False,
+        "time every stage of the iterators made from now on (see grainfn.describe)",
+    ),
+}
+"""Each option's type, default and meaning."""
+
+
+class Config:
+    """Global options, set with `update` and read as attributes (Grain's `grain.config`).
+
+    Examples:
+        >>> import grainfn
+        >>> grainfn.config.py_debug_mode
+        False
+        >>> grainfn.config.update("py_debug_mode", True)
+        >>> grainfn.config.py_debug_mode
+        True
+        >>> grainfn.config.update("py_debug_mode", False)
+    """
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_values", {name: spec[1] for name, spec in OPTIONS.items()})
+
+    def update(self, name: str, value: Any) -> None:
+        """Sets option `name` to `value`.
+
+        Raises:
+            ValueError: for an option grainfn does not have, listing those it has.
+            TypeError: for a value of the wrong type.
+        """
+        kind, _, _ = _spec(name)
+        if not isinstance(value, kind):
+            raise TypeError(
+                f"config option {name!r} takes a {kind.__name__}, got {value!r} of type "
+                f"{type(value).__name__}."
+            )
+        self._values[name] = value
+
+    def get_or_default(self, name: str) -> Any:
+        """The value of option `name` (its default if never set)."""
+        _spec(name)
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.get_or_default(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Set config options with config.update({name!r}, value).")
+
+    def __repr__(self) -> str:
+        return f"Config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+
+def _spec(name: str) -> tuple[type, Any, str]:
+    if name not in OPTIONS:
+        known = "; ".join(f"{option!r}: {spec[2]}" for option, spec in OPTIONS.items())
+        raise ValueError(
+            f"Unknown config option {name!r}. grainfn has these options: {known}. Grain's other "
+            "options tune implementation details grainfn does not share."
+        )
+    return OPTIONS[name]
+
+
+config = Config()
+"""The global options: `grainfn.config.update("py_debug_mode", True)` times new iterators."""

@@ -1,0 +1,1 @@
+"""Pipeline inspection: describe as a tree, trace an element, time stages, draw the graph."""
