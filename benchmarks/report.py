@@ -1,12 +1,17 @@
 """The report every benchmark script prints: result rows, tables, targets and the run around them.
 
-A script builds a `Run` from its command line (`--quick`, `--markdown PATH`),
-which prints the heading and the environment; runs its measurements with
-`Run.section`; adds its tables (`results_table` over `Row`s, or
-`markdown_table`) to `Run.report`; and ends with `Run.finish`, which adds the
+A script builds a `Run` from its command line (`--quick`, `--markdown PATH`,
+`--json PATH`), which prints the heading and the environment; runs its
+measurements with `Run.section`; adds its tables (`results_table` over `Row`s,
+or `markdown_table`) to `Run.report`; and ends with `Run.finish`, which adds the
 `Targets` table, the wall time and the CPU time other processes used, and
 writes the Markdown file. Tables are Markdown, so the same text goes to the
 terminal and into `docs/performance.md`.
+
+`--json PATH` also writes a machine-readable summary of the run: the `Row`s of
+every `results_table` added to the report (a `Table` keeps them), the targets
+and the wall time; `benchmarks.suite` (`python -m grainfn bench`) combines the
+summaries of all the scripts into one table.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.metadata
+import json
 import os
 import platform
 import sys
@@ -102,6 +108,33 @@ class Row:
         """The subject's time divided by implementation `key`'s (below 1: the subject is faster)."""
         return ratio(self.per_item.get(self.subject), self.per_item.get(key))
 
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON-able values; `Row.from_json` rebuilds it."""
+        fields = dataclasses.asdict(self)
+        fields["per_item"] = {k: None if v is None else float(v) for k, v in self.per_item.items()}
+        fields["sampled"] = sorted(self.sampled)
+        return fields
+
+    @staticmethod
+    def from_json(fields: dict[str, Any]) -> Row:
+        """The row `to_json` described."""
+        return Row(**{**fields, "sampled": frozenset(fields.get("sampled", ()))})
+
+
+class Table(str):
+    """A Markdown table's text that also keeps the `Row`s it shows (from `results_table`).
+
+    It is a `str`, so scripts print and add it as before; `Report.add` keeps
+    its rows for the run's JSON summary.
+    """
+
+    rows: tuple[Row, ...]
+
+    def __new__(cls, text: str, rows: Sequence[Row] = ()) -> Table:
+        table = super().__new__(cls, text)
+        table.rows = tuple(rows)
+        return table
+
 
 RatioColumn = tuple[str, Callable[[Row, str], float | None], str]
 """A ratio column of `results_table`: its header, `Row.speedup` or `Row.over`, and the key."""
@@ -114,7 +147,7 @@ def results_table(
     *,
     check: str | None = None,
     first: str = "Benchmark",
-) -> str:
+) -> Table:
     """A table of rows: name, one column per implementation, the ratios, the checks.
 
     Args:
@@ -131,13 +164,13 @@ def results_table(
         cells = [row.name, *(row.cell(key) for key in columns)]
         cells += [fmt_ratio(value(row, key)) for _, value, key in ratios]
         body.append(cells + ([row.check] if check is not None else []))
-    return markdown_table(headers + ([check] if check is not None else []), body)
+    return Table(markdown_table(headers + ([check] if check is not None else []), body), rows)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> str:
     """A Markdown (GitHub) table, columns padded so it also reads well as plain text.
 
-    The first column is left-aligned and the others right-aligned.
+    The first `left` columns are left-aligned (names) and the others right-aligned (figures).
     """
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     for row in cells[1:]:
@@ -147,12 +180,12 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
     def line(row: Sequence[str]) -> str:
         padded = [
-            c.ljust(w) if i == 0 else c.rjust(w)
+            c.ljust(w) if i < left else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         return "| " + " | ".join(padded) + " |"
 
-    rule = [":" + "-" * (widths[0] - 1)] + ["-" * (w - 1) + ":" for w in widths[1:]]
+    rule = [":" + "-" * (w - 1) if i < left else "-" * (w - 1) + ":" for i, w in enumerate(widths)]
     return "\n".join([line(cells[0]), "| " + " | ".join(rule) + " |", *map(line, cells[1:])])
 
 
@@ -195,6 +228,10 @@ class Targets:
         """A target that is a yes / no check."""
         self.add(name, yes_no(ok), ok)
 
+    def to_json(self) -> list[dict[str, Any]]:
+        """The targets as JSON-able values: name, measured, met."""
+        return [dataclasses.asdict(target) for target in self.items]
+
     def table(self) -> str:
         """The targets as a table: target, measured, "met" or "NOT met"."""
         return markdown_table(
@@ -234,19 +271,24 @@ class Report:
     """Text printed as it is produced, and kept for an optional Markdown file.
 
     It opens with a heading and the environment the figures were measured in.
+    The rows of every `Table` added are kept in `rows`, for the JSON summary.
     """
 
     def __init__(self, title: str) -> None:
         self.lines: list[str] = []
+        self.rows: list[Row] = []
+        self.environment = environment()
         self.add(f"## {title}")
         self.add()
-        for key, value in environment().items():
+        for key, value in self.environment.items():
             self.add(f"- {key}: {value}")
         self.add()
 
     def add(self, text: str = "") -> None:
         print(text, flush=True)
         self.lines.append(text)
+        if isinstance(text, Table):
+            self.rows.extend(text.rows)
 
     def write(self, path: str | os.PathLike[str]) -> None:
         with open(path, "w", encoding="utf-8") as f:
@@ -254,7 +296,7 @@ class Report:
 
 
 def argument_parser(module: str, description: str) -> argparse.ArgumentParser:
-    """The options every benchmark script takes: `--quick` and `--markdown PATH`.
+    """The options every benchmark script takes: `--quick`, `--markdown PATH` and `--json PATH`.
 
     Args:
         module: The script's module, e.g. "benchmarks.map_level", for the usage line.
@@ -266,6 +308,11 @@ def argument_parser(module: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--markdown", metavar="PATH", help="also write the environment and tables to PATH"
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write a machine-readable summary (result rows, targets) to PATH",
     )
     return parser
 
@@ -290,8 +337,11 @@ class Run:
             argv: The arguments, without the program name.
         """
         args = argument_parser(module, doc.splitlines()[0]).parse_args(argv)
+        self.module = module
+        self.title = title
         self.quick: bool = args.quick
         self.markdown: str | None = args.markdown
+        self.json: str | None = args.json
         self.report = Report(f"{title}{' (--quick)' if self.quick else ''}")
         self.monitor = CpuMonitor().start()
         self.started = time.perf_counter()
@@ -334,3 +384,23 @@ class Run:
         if self.markdown:
             self.report.write(self.markdown)
             print(f"(written to {self.markdown})")
+        if self.json:
+            with open(self.json, "w", encoding="utf-8") as f:
+                json.dump(self.summary(targets), f, indent=1)
+
+    def summary(self, targets: Targets) -> dict[str, Any]:
+        """The run as JSON-able values: what `--json` writes.
+
+        Keys: "module", "title", "quick", "environment", "rows" (`Row.to_json`
+        of every `results_table` row added to the report), "targets"
+        (`Targets.to_json`) and "wall_seconds".
+        """
+        return {
+            "module": self.module,
+            "title": self.title,
+            "quick": self.quick,
+            "environment": self.report.environment,
+            "rows": [row.to_json() for row in self.report.rows],
+            "targets": targets.to_json(),
+            "wall_seconds": self.elapsed,
+        }
