@@ -43,7 +43,7 @@ from grainfn._src.combinators import (
 )
 from grainfn._src.dataset import Dataset
 from grainfn._src.element_spec import element_spec
-from grainfn._src.inspect.graph import draw, to_dot
+from grainfn._src.inspect.graph import draw, save_pipeline, to_dot
 from grainfn._src.inspect.stats import StageStats, stage_stats
 from grainfn._src.inspect.timing import timed
 from grainfn._src.inspect.trace import Trace, TraceStep, trace
@@ -73,6 +73,7 @@ __all__ = [
     "timed",
     "stage_stats",
     "draw",
+    "save_pipeline",
     "describe_text",
     "describe",
     "TraceStep",

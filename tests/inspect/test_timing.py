@@ -202,7 +202,9 @@ def test_config_errors_name_the_options() -> None:
     with pytest.raises(AttributeError, match=r"config\.update"):
         grain.config.py_debug_mode = True
     assert grain.config.get_or_default("py_debug_mode") is False
-    assert repr(grain.config) == "Config(py_debug_mode=False)"
+    assert repr(grain.config) == (
+        "Config(py_debug_mode=False, py_dataset_visualization_output_dir=None)"
+    )
 
 
 def test_timed_refuses_other_values() -> None:

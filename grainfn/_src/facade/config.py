@@ -1,22 +1,30 @@
 """`grainfn.config`: Grain's global options object, with the options grainfn has.
 
 Grain reads `grain.config.update(name, value)`; grainfn keeps the same call
-for the one option it implements, `py_debug_mode`: when true, every iterator
-made afterwards (`iter(IterDataset)`, `iter(DataLoader)`) runs a timed copy of
-its pipeline, whose per-stage statistics `grainfn.describe(iterator)` and
-`grainfn.stage_stats(iterator)` show. Iterators made while it is false are
+for two options. With `py_debug_mode` true, every iterator made afterwards
+(`iter(IterDataset)`, `iter(DataLoader)`) runs a timed copy of its pipeline,
+whose per-stage statistics `grainfn.describe(iterator)` and
+`grainfn.stage_stats(iterator)` show. With `py_dataset_visualization_output_dir`
+set to a folder, every iterator made afterwards writes its pipeline there, as
+the `describe` tree and a Graphviz graph. Iterators made while both are off are
 untouched and pay nothing.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-OPTIONS: dict[str, tuple[type, Any, str]] = {
+OPTIONS: dict[str, tuple[tuple[type, ...], Any, str]] = {
     "py_debug_mode": (
-        bool,
+        (bool,),
         False,
         "time every stage of the iterators made from now on (see grainfn.describe)",
+    ),
+    "py_dataset_visualization_output_dir": (
+        (str, type(None)),
+        None,
+        "a folder where every iterator made from now on writes its pipeline tree and graph",
     ),
 }
 """Each option's type, default and meaning."""
@@ -45,10 +53,13 @@ class Config:
             ValueError: for an option grainfn does not have, listing those it has.
             TypeError: for a value of the wrong type.
         """
-        kind, _, _ = _spec(name)
-        if not isinstance(value, kind):
+        kinds, _, _ = _spec(name)
+        if isinstance(value, os.PathLike) and str in kinds:
+            value = os.fspath(value)
+        if not isinstance(value, kinds):
+            allowed = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
             raise TypeError(
-                f"config option {name!r} takes a {kind.__name__}, got {value!r} of type "
+                f"config option {name!r} takes a {allowed}, got {value!r} of type "
                 f"{type(value).__name__}."
             )
         self._values[name] = value
@@ -70,7 +81,7 @@ class Config:
         return f"Config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
 
 
-def _spec(name: str) -> tuple[type, Any, str]:
+def _spec(name: str) -> tuple[tuple[type, ...], Any, str]:
     if name not in OPTIONS:
         known = "; ".join(f"{option!r}: {spec[2]}" for option, spec in OPTIONS.items())
         raise ValueError(

@@ -95,3 +95,8 @@ def to_dot(pipeline: Any) -> str:
 def draw(pipeline: Any, path: str | os.PathLike[str], *, format: str | None = None) -> Path:
     """Renders the pipeline graph to `path` with Graphviz's `dot` program."""
     return graph.draw(as_pipeline(pipeline, "draw"), path, format=format)
+
+
+def save_pipeline(pipeline: Any, directory: str | os.PathLike[str]) -> Path:
+    """Writes the pipeline's tree and graph to `pipeline-<n>.txt` and `.dot` in `directory`."""
+    return graph.save_pipeline(as_pipeline(pipeline, "save_pipeline"), directory)

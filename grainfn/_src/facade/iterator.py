@@ -49,7 +49,13 @@ class DatasetIterator(Iterator[T]):
 
         With `grainfn.config` option `py_debug_mode` on, the iterator runs a
         timed copy of the stream (same elements and states): see `grainfn.describe`.
+        With `py_dataset_visualization_output_dir` set, the pipeline is written
+        there first (`save_pipeline`).
         """
+        if config.py_dataset_visualization_output_dir is not None:
+            from grainfn._src.inspect.graph import save_pipeline  # only when asked for
+
+            save_pipeline(stream, config.py_dataset_visualization_output_dir)
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)

@@ -103,6 +103,41 @@ def draw(pipeline: Any, path: str | os.PathLike[str], *, format: str | None = No
     return path
 
 
+def save_pipeline(pipeline: Any, directory: str | os.PathLike[str]) -> Path:
+    """Writes the pipeline's tree and graph to `directory`, beside those written before.
+
+    The files are `pipeline-<n>.txt` (the `describe` tree) and
+    `pipeline-<n>.dot` (the `to_dot` text), `n` the first number not yet used
+    there; the directory is made if missing. With Grain's config option
+    `py_dataset_visualization_output_dir` set, each new iterator is saved so.
+
+    Args:
+        pipeline: A grainfn Dataset, Stream, or StreamIterator (its stream).
+        directory: The folder to write into.
+
+    Returns:
+        The path of the `.txt` file.
+
+    Examples:
+        >>> import tempfile
+        >>> from grainfn import fn
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = save_pipeline(fn.batch(2, fn.range(4)), folder)
+        ...     print(path.name, path.read_text(), end="")
+        pipeline-0.txt batch(2)  [length 2]
+        └─ range(0, 4, 1)  [length 4]
+    """
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    number = 0
+    while (folder / f"pipeline-{number}.txt").exists():
+        number += 1
+    text = folder / f"pipeline-{number}.txt"
+    text.write_text(tree.describe_text(pipeline) + "\n", encoding="utf-8")
+    (folder / f"pipeline-{number}.dot").write_text(to_dot(pipeline), encoding="utf-8")
+    return text
+
+
 def _label(node: StageView) -> str:
     parts = [node.label, *tree.stage_facts(node)]
     if node.counter is not None:
