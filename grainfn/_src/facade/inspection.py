@@ -11,13 +11,11 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from grainfn._src.dataset import Dataset
 from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, DataLoaderIterator
-from grainfn._src.inspect import graph, stats, tree
+from grainfn._src.inspect import graph, stats, tree, view
 from grainfn._src.inspect import trace as tracing
-from grainfn._src.stream import Stream, StreamIterator
 
 ACCEPTED = (
     "a MapDataset, IterDataset, DatasetIterator, DataLoader, DataLoaderIterator, or a grainfn "
@@ -31,10 +29,6 @@ def as_pipeline(value: Any, what: str) -> Any:
     Raises:
         TypeError: for anything else, naming the value and what is accepted.
     """
-    if isinstance(value, (Dataset, Stream)):
-        return value
-    if isinstance(value, StreamIterator):
-        return value.stream
     if isinstance(value, (MapDataset, IterDataset)):
         return value.core
     if isinstance(value, DataLoaderIterator):
@@ -49,7 +43,7 @@ def as_pipeline(value: Any, what: str) -> Any:
         return core.stream
     if isinstance(value, DataLoader):
         return value.stream()
-    raise TypeError(f"{what} takes {ACCEPTED}, got {value!r} of type {type(value).__name__}.")
+    return view.as_pipeline(value, what, ACCEPTED)
 
 
 def describe(pipeline: Any, *, file: TextIO | None = None) -> None:

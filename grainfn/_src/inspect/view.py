@@ -91,17 +91,17 @@ def view(pipeline: Dataset[Any] | Stream[Any]) -> StageView:
     return visit(pipeline)
 
 
-def as_pipeline(value: Any, what: str) -> Dataset[Any] | Stream[Any]:
+def as_pipeline(value: Any, what: str, accepted: str = ACCEPTED) -> Dataset[Any] | Stream[Any]:
     """The pipeline of a Dataset, a Stream or a StreamIterator (its stream).
 
     Raises:
-        TypeError: for anything else, naming the value and what is accepted.
+        TypeError: for anything else, naming the value and what is `accepted`.
     """
     if isinstance(value, (Dataset, Stream)):
         return value
     if isinstance(value, StreamIterator):
         return value.stream
-    raise TypeError(f"{what} takes {ACCEPTED}, got {value!r} of type {type(value).__name__}.")
+    raise TypeError(f"{what} takes {accepted}, got {value!r} of type {type(value).__name__}.")
 
 
 def length_text(length: int) -> str:
