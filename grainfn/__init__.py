@@ -14,23 +14,13 @@ Two faces over one core:
 [[3, 5, 6, 7], [0, 1, 2, 4]]
 """
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-from grainfn import experimental, fn, python, samplers, sharding, sources, transforms
+from grainfn import fn, samplers, sharding, sources, transforms
 from grainfn._src.array_record.source import ArrayRecordDataSource
 from grainfn._src.dataset import Dataset
 from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, MapDataset
-from grainfn._src.facade.inspection import (
-    describe,
-    describe_text,
-    draw,
-    save_pipeline,
-    stage_stats,
-    to_dot,
-    trace,
-)
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, DataLoaderIterator, load
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
@@ -38,8 +28,7 @@ from grainfn._src.facade.transforms import Batch
 from grainfn._src.facade.transforms import Filter as FilterTransform
 from grainfn._src.facade.transforms import Map as MapTransform
 from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
-from grainfn._src.inspect.stats import StageStats
-from grainfn._src.inspect.trace import Trace, TraceStep
+from grainfn._src.lazy import lazy_attributes
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import IndexSampler, SequentialSampler
 from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
@@ -91,9 +80,40 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    # `grainfn.checkpoint` imports Orbax and JAX (about a second), so it is
-    # imported on first use rather than with grainfn.
-    if name == "checkpoint":
-        return importlib.import_module("grainfn.checkpoint")
-    raise AttributeError(f"module 'grainfn' has no attribute {name!r}")
+if TYPE_CHECKING:
+    from grainfn import checkpoint, experimental, python
+    from grainfn._src.facade.inspection import (
+        describe,
+        describe_text,
+        draw,
+        save_pipeline,
+        stage_stats,
+        to_dot,
+        trace,
+    )
+    from grainfn._src.inspect.stats import StageStats
+    from grainfn._src.inspect.trace import Trace, TraceStep
+
+# Imported on first use: `grainfn.checkpoint` loads Orbax and JAX (about a
+# second); the others are parts most programs never touch.
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    submodules={name: f"grainfn.{name}" for name in ("checkpoint", "experimental", "python")},
+    attributes={
+        **dict.fromkeys(
+            [
+                "describe",
+                "describe_text",
+                "draw",
+                "save_pipeline",
+                "stage_stats",
+                "to_dot",
+                "trace",
+            ],
+            "grainfn._src.facade.inspection",
+        ),
+        "StageStats": "grainfn._src.inspect.stats",
+        **dict.fromkeys(["Trace", "TraceStep"], "grainfn._src.inspect.trace"),
+    },
+)

@@ -17,6 +17,8 @@ is curried, so a pipeline reads as a `toolz.pipe`:
 True
 """
 
+from typing import TYPE_CHECKING
+
 from grainfn._src.combinators import (
     batch,
     concatenate,
@@ -42,17 +44,8 @@ from grainfn._src.combinators import (
     zip,
 )
 from grainfn._src.dataset import Dataset
-from grainfn._src.element_spec import element_spec
-from grainfn._src.inspect.graph import draw, save_pipeline, to_dot
-from grainfn._src.inspect.stats import StageStats, stage_stats
-from grainfn._src.inspect.timing import timed
-from grainfn._src.inspect.trace import Trace, TraceStep, trace
-from grainfn._src.inspect.tree import describe, describe_text
 from grainfn._src.interleave import InterleaveSlot, InterleaveState
-from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
-from grainfn._src.packing.concat_then_split import ConcatThenSplitState, concat_then_split
-from grainfn._src.padding import batch_and_pad
-from grainfn._src.parquet import ParquetPosition, parquet
+from grainfn._src.lazy import lazy_attributes
 from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
 from grainfn._src.rebatch import RebatchState
 from grainfn._src.state import (
@@ -66,6 +59,37 @@ from grainfn._src.state import (
 from grainfn._src.stream import END, Stream, StreamIterator
 from grainfn._src.window_shuffle_stream import WindowShuffleState
 from grainfn._src.zip import ZipState
+
+if TYPE_CHECKING:
+    from grainfn._src.element_spec import element_spec
+    from grainfn._src.inspect.graph import draw, save_pipeline, to_dot
+    from grainfn._src.inspect.stats import StageStats, stage_stats
+    from grainfn._src.inspect.timing import timed
+    from grainfn._src.inspect.trace import Trace, TraceStep, trace
+    from grainfn._src.inspect.tree import describe, describe_text
+    from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
+    from grainfn._src.packing.concat_then_split import ConcatThenSplitState, concat_then_split
+    from grainfn._src.padding import batch_and_pad
+    from grainfn._src.parquet import ParquetPosition, parquet
+
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    globals(),
+    attributes={
+        "element_spec": "grainfn._src.element_spec",
+        **dict.fromkeys(["draw", "save_pipeline", "to_dot"], "grainfn._src.inspect.graph"),
+        **dict.fromkeys(["StageStats", "stage_stats"], "grainfn._src.inspect.stats"),
+        "timed": "grainfn._src.inspect.timing",
+        **dict.fromkeys(["Trace", "TraceStep", "trace"], "grainfn._src.inspect.trace"),
+        **dict.fromkeys(["describe", "describe_text"], "grainfn._src.inspect.tree"),
+        **dict.fromkeys(["PackState", "best_fit_pack", "first_fit_pack"], "grainfn._src.packing"),
+        **dict.fromkeys(
+            ["ConcatThenSplitState", "concat_then_split"], "grainfn._src.packing.concat_then_split"
+        ),
+        "batch_and_pad": "grainfn._src.padding",
+        **dict.fromkeys(["ParquetPosition", "parquet"], "grainfn._src.parquet"),
+    },
+)
 
 __all__ = [
     "trace",

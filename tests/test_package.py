@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import grainfn
 from grainfn.__main__ import main
 
 
@@ -25,6 +26,29 @@ def test_import_grainfn_loads_no_heavy_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_rarely_used_parts_are_imported_on_first_use() -> None:
+    code = (
+        "import sys, grainfn\n"
+        "from grainfn import fn\n"
+        "lazy = ['grainfn.experimental', 'grainfn.python', 'grainfn._src.packing', "
+        "'grainfn._src.parquet', 'grainfn._src.element_spec', 'grainfn._src.inspect.tree']\n"
+        "print([m for m in lazy if m in sys.modules])\n"
+        "print(grainfn.experimental.FirstFitPackIterDataset.__name__, fn.first_fit_pack.__name__,"
+        " grainfn.describe.__name__, grainfn.python.MapDataset is grainfn.MapDataset)\n"
+        "print('first_fit_pack' in dir(fn), 'experimental' in dir(grainfn))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [
+        "[]",
+        "FirstFitPackIterDataset first_fit_pack describe True",
+        "True True",
+    ]
+    with pytest.raises(AttributeError, match=r"module 'grainfn\.fn' has no attribute 'nope'"):
+        _ = grainfn.fn.nope
 
 
 def test_demo_runs_and_resumes_identically(capsys) -> None:

@@ -7,7 +7,6 @@ from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
 from grainfn._src.facade.config import config
-from grainfn._src.inspect.timing import timed
 from grainfn._src.reading import StateCodec
 from grainfn._src.stream import Stream, StreamIterator
 
@@ -59,7 +58,11 @@ class DatasetIterator(Iterator[T]):
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)
-        it._attach(StreamIterator(timed(stream) if config.py_debug_mode else stream))
+        if config.py_debug_mode:
+            from grainfn._src.inspect.timing import timed  # only when asked for
+
+            stream = timed(stream)
+        it._attach(StreamIterator(stream))
         return it
 
     def _attach(self, core: StreamIterator[T]) -> None:
