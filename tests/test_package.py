@@ -96,7 +96,7 @@ def test_command_line_entry_point(tmp_path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Result: identical." in result.stdout
-    killed = re.search(r"SIGKILL to pid (\d+) at step (\d+)", result.stdout)
+    killed = re.search(r"SIGKILL to pid (\d+) when it reported step (\d+)", result.stdout)
     assert killed is not None, result.stdout
     assert "no shared memory was left behind" in result.stdout
     # Nothing left behind: no process of the killed job's group, no temporary files.

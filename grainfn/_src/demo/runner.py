@@ -190,8 +190,9 @@ def _run_in(
         f"  Checkpoint {plan.checkpoint_step} (parameters and data iterator, one Orbax "
         f"CheckpointManager step): save() returned in {preempted.save_call * 1e3:.0f} ms, "
         f"committed after {preempted.save_committed * 1e3:.0f} ms.\n"
-        f"  SIGKILL to pid {preempted.pid} at step {preempted.killed_at}: the {lost} steps "
-        "after the checkpoint are lost.\n"
+        f"  SIGKILL to pid {preempted.pid} when it reported step {preempted.killed_at}; it "
+        f"had trained through step {len(preempted.log.steps)}: the {lost} steps after the "
+        "checkpoint are lost.\n"
         f"  {cleanup_text(preempted)}",
         flush=True,
     )
