@@ -326,9 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         f"and {config.min_time:g} s, starting no new run past {config.budget:g} s.",
         *(row.note for row in rows.values() if row.note),
     ]
-    for note in notes:
-        report.add(f"- {note}")
-    report.add()
+    report.add_notes(notes)
     run.finish(targets(rows))
 
 

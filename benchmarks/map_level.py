@@ -567,9 +567,7 @@ def main(argv: list[str] | None = None) -> None:
         "O(n) memory. B5b has no hand loop (a permutation of 2**40 would need 8 TiB).",
         *(row.note for row in rows if row.note),
     ]
-    for note in notes:
-        report.add(f"- {note}")
-    report.add()
+    report.add_notes(notes)
     run.finish(targets({"B1": b1_row, "B2": b2_row, "B4": b4_row}))
 
 

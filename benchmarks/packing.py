@@ -248,9 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Best of the timed runs: each implementation runs up to {config.repeats} times, "
         f"starting no new run past {config.budget:g} s; Grain usually runs once.",
     ]
-    for note in notes:
-        report.add(f"- {note}")
-    report.add()
+    report.add_notes(notes)
     run.finish(targets(rows))
 
 

@@ -290,6 +290,12 @@ class Report:
         if isinstance(text, Table):
             self.rows.extend(text.rows)
 
+    def add_notes(self, notes: Sequence[str]) -> None:
+        """Adds the notes below a table as a bulleted list, then a blank line."""
+        for note in notes:
+            self.add(f"- {note}")
+        self.add()
+
     def write(self, path: str | os.PathLike[str]) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(self.lines).rstrip() + "\n")

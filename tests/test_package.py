@@ -15,6 +15,14 @@ import grainfn
 from grainfn.__main__ import main
 
 
+def run_python(code: str) -> list[str]:
+    """The lines `code` prints, run in a fresh interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return result.stdout.splitlines()
+
+
 def test_import_grainfn_loads_no_heavy_dependency() -> None:
     code = (
         "import sys, grainfn\n"
@@ -22,10 +30,7 @@ def test_import_grainfn_loads_no_heavy_dependency() -> None:
         "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore', 'pyarrow'})\n"
         "print(heavy)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    assert run_python(code) == ["[]"]
 
 
 def test_rarely_used_parts_are_imported_on_first_use() -> None:
@@ -39,10 +44,7 @@ def test_rarely_used_parts_are_imported_on_first_use() -> None:
         " grainfn.describe.__name__, grainfn.python.MapDataset is grainfn.MapDataset)\n"
         "print('first_fit_pack' in dir(fn), 'experimental' in dir(grainfn))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.splitlines() == [
+    assert run_python(code) == [
         "[]",
         "FirstFitPackIterDataset first_fit_pack describe True",
         "True True",

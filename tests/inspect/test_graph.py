@@ -74,7 +74,6 @@ def fake_dot(directory: Path, exit_status: int = 0) -> None:
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
-@pytest.mark.skipif(os.name != "posix", reason="the fake dot is a shell script")
 def test_draw_runs_dot_on_the_dot_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_dot(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
@@ -87,7 +86,6 @@ def test_draw_runs_dot_on_the_dot_text(tmp_path: Path, monkeypatch: pytest.Monke
     assert (tmp_path / "args").read_text().split()[0] == "-Tpng"
 
 
-@pytest.mark.skipif(os.name != "posix", reason="the fake dot is a shell script")
 def test_a_failing_dot_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_dot(tmp_path, exit_status=1)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
