@@ -55,10 +55,17 @@ from benchmarks.common import (
     ratio,
     require,
 )
-from benchmarks.report import GRAINFN, Run, Targets, markdown_table
+from benchmarks.report import GRAINFN, Row, Run, Targets, markdown_table
 
 BATCH = 32
 GRAIN, PLAIN = "Grain", "plain"
+BLOCKING_CALLS = (
+    ("get_state()", "get_state"),
+    ("it.save(dir), until it returns the write", "it.save"),
+    ("handler.async_save, synchronous part", "handler"),
+    ("CheckpointManager.save (async)", "manager"),
+)
+"""The blocking calls timed per pipeline: the table's label and the case labels' prefix."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,12 +286,7 @@ def report_tables(results: dict[str, dict[str, Timing]]) -> tuple[str, str, dict
     """The blocking-time table, the iterator's-share table, and the figures the targets judge."""
     rows, shares, figures = [], [], {}
     for name, t in results.items():
-        for label, key in (
-            ("get_state()", "get_state"),
-            ("it.save(dir), until it returns the write", "it.save"),
-            ("handler.async_save, synchronous part", "handler"),
-            ("CheckpointManager.save (async)", "manager"),
-        ):
+        for label, key in BLOCKING_CALLS:
             ours, theirs, plain = (t.get(f"{key} {k}") for k in (GRAINFN, GRAIN, PLAIN))
             assert ours is not None
             rows.append(
@@ -344,6 +346,25 @@ def report_tables(results: dict[str, dict[str, Timing]]) -> tuple[str, str, dict
     return blocking, share, figures
 
 
+def result_rows(results: dict[str, dict[str, Timing]]) -> list[Row]:
+    """The blocking-time table's lines that time Grain too, as `Row`s (medians, per call).
+
+    For the JSON summary only (`benchmarks.suite`'s combined table): the
+    blocking-time table shows the same medians.
+    """
+    rows = []
+    for name, t in results.items():
+        for label, key in BLOCKING_CALLS:
+            ours, theirs, plain = (t.get(f"{key} {k}") for k in (GRAINFN, GRAIN, PLAIN))
+            if ours is None or theirs is None:
+                continue  # the handler: Grain's has no asynchronous save
+            per_call: dict[str, float | None] = {GRAINFN: ours.median, GRAIN: theirs.median}
+            if plain is not None:
+                per_call[PLAIN] = plain.median
+            rows.append(Row(f"{name} {label}", per_call, unit="us"))
+    return rows
+
+
 def fmt_signed(seconds: float) -> str:
     return ("-" if seconds < 0 else "") + fmt_micros(abs(seconds))
 
@@ -375,6 +396,7 @@ def main(argv: list[str] | None = None) -> None:
     add()
     add(share)
     add()
+    run.report.add_rows(result_rows(results))
     targets = Targets()
     for name, f in figures.items():
         targets.at_most(

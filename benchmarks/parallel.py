@@ -70,7 +70,7 @@ from benchmarks.common import (
     same_outputs,
     yes_no,
 )
-from benchmarks.report import Run, Targets, markdown_table
+from benchmarks.report import Row, Run, Targets, markdown_table
 
 WORK_SECONDS = 0.002  # the target cost of one element of P1's map
 IMAGE_SHAPE = (64, 64, 64, 3)
@@ -702,6 +702,43 @@ def image_table(image: ImageResult) -> str:
     )
 
 
+def result_rows(
+    config: Config, cpu: CpuResult, first: dict[str, list[float]], image: ImageResult
+) -> list[Row]:
+    """P1's, P2's and P3's figures of grainfn and Grain side by side, as `Row`s.
+
+    For the JSON summary only (`benchmarks.suite`'s combined table): the
+    printed tables show the same figures. P1 per element (shown as the time
+    of all `cpu_n`), P2 the median seconds, P3 microseconds per array received
+    after the first element, from each library's best read (its best rate).
+    """
+    n = config.cpu_n
+    rows = [
+        Row(
+            f"P1 CPU-bound map, 2 workers, {how}",
+            {name: time_of(name, 2) / n for name in LIBRARIES},
+            items=n,
+        )
+        for how, time_of in (("end to end", cpu.end_to_end), ("steady state", cpu.steady))
+    ]
+    rows += [
+        Row(
+            f"P2 first element, 2 workers{where} (median)",
+            {name: statistics.median(first[f"{name}{where}"]) for name in LIBRARIES},
+        )
+        for where in ("", ", new process")
+    ]
+    rows.append(
+        Row(
+            f"P3 image-like arrays ({IMAGE_BYTES / 2**10:.0f} KiB), 2 workers, "
+            "per array after the first (best read)",
+            {name: IMAGE_BYTES / max(image.steady_rates(name)) for name in LIBRARIES},
+            unit="us",
+        )
+    )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     run = Run("benchmarks.parallel", __doc__, "grainfn worker-process benchmarks", argv)
     config = run.choose(default=DEFAULT, quick=QUICK)
@@ -787,6 +824,7 @@ def main(argv: list[str] | None = None) -> None:
         + "."
     )
     report.add()
+    report.add_rows(result_rows(config, cpu, first, image))
     run.finish(targets(cpu, first, image, state_checks))
 
 

@@ -9,8 +9,9 @@ writes the Markdown file. Tables are Markdown, so the same text goes to the
 terminal and into `docs/performance.md`.
 
 `--json PATH` also writes a machine-readable summary of the run: the `Row`s of
-every `results_table` added to the report (a `Table` keeps them), the targets
-and the wall time; `benchmarks.suite` (`python -m grainfn bench`) combines the
+every `results_table` added to the report (a `Table` keeps them) and of every
+`Report.add_rows` call (rows of a script that prints its own tables), the
+targets and the wall time; `benchmarks.suite` (`python -m grainfn bench`) combines the
 summaries of all the scripts into one table.
 """
 
@@ -271,7 +272,8 @@ class Report:
     """Text printed as it is produced, and kept for an optional Markdown file.
 
     It opens with a heading and the environment the figures were measured in.
-    The rows of every `Table` added are kept in `rows`, for the JSON summary.
+    The rows of every `Table` added, and those given to `add_rows`, are kept in
+    `rows`, for the JSON summary.
     """
 
     def __init__(self, title: str) -> None:
@@ -289,6 +291,14 @@ class Report:
         self.lines.append(text)
         if isinstance(text, Table):
             self.rows.extend(text.rows)
+
+    def add_rows(self, rows: Sequence[Row]) -> None:
+        """Keeps `rows` for the JSON summary without printing anything.
+
+        For a script that prints its own tables (`markdown_table`): the rows
+        restate figures it measured, for the combined table of `benchmarks.suite`.
+        """
+        self.rows.extend(rows)
 
     def add_notes(self, notes: Sequence[str]) -> None:
         """Adds the notes below a table as a bulleted list, then a blank line."""
@@ -398,7 +408,8 @@ class Run:
         """The run as JSON-able values: what `--json` writes.
 
         Keys: "module", "title", "quick", "environment", "rows" (`Row.to_json`
-        of every `results_table` row added to the report), "targets"
+        of every `results_table` row added to the report, and of every row
+        given to `Report.add_rows`), "targets"
         (`Targets.to_json`) and "wall_seconds".
         """
         return {

@@ -137,6 +137,27 @@ def test_json_summary_keeps_result_rows_and_targets(suite, tmp_path, capsys) -> 
     assert "FAILED: benchmarks.broken exited with status 1 and wrote no summary" in text
 
 
+def test_add_rows_keeps_rows_for_the_summary_without_printing(suite, tmp_path, capsys) -> None:
+    from benchmarks.report import Row, Run, Targets, markdown_table
+
+    path = tmp_path / "summary.json"
+    run = Run("benchmarks.fake", "A fake script.", "fake", ["--json", str(path)])
+    run.report.add(markdown_table(["Call", "grainfn", "Grain"], [["D9 work", "2 µs", "6 µs"]]))
+    assert run.report.rows == []  # a hand-made table keeps no rows
+    capsys.readouterr()
+    lines = list(run.report.lines)
+    row = Row("D9 work", {"grainfn": 2e-6, "Grain": 6e-6}, unit="us")
+    run.report.add_rows([row])
+    assert capsys.readouterr().out == "" and run.report.lines == lines  # nothing printed
+    targets = Targets()
+    targets.at_least("D9: >= 2x Grain", row.speedup("Grain"), 2)
+    run.finish(targets)
+    summary = json.loads(path.read_text())
+    assert [Row.from_json(fields) for fields in summary["rows"]] == [row]
+    body = suite.benchmark_rows([suite.Outcome("fake", 0, 1.0, summary)])
+    assert body == [["fake", "D9 work", "2 µs", "6 µs", "3x", "n/a", "met"]]
+
+
 def test_rows_without_grain_or_hand_loop_are_left_out(suite) -> None:
     from benchmarks.report import Row
 
