@@ -23,6 +23,7 @@ import numpy as np
 
 from grainfn._src.dataset import Dataset, ParentIndex, set_length
 from grainfn._src.parallel.prefetch import PrefetchedStream
+from grainfn._src.rebuild import with_parents
 from grainfn._src.stream import BaseCursor, Cursor, FromDatasetStream, Stream
 
 WORKERS_NOTE = "map-level stages below run in worker processes: timed here as one"
@@ -213,37 +214,9 @@ def _time_stage(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) 
     if in_workers and isinstance(node, FromDatasetStream):
         return TimedStream(node, Counter(), WORKERS_NOTE)
     parents = tuple(_timed(parent, in_workers, done) for parent in node.parents)
-    rebuilt = with_parents(node, parents)
+    rebuilt = with_parents(node, parents) or node  # one that cannot be is timed whole
     if getattr(node, "transparent", False):
         return rebuilt  # mp_prefetch and the like: what they do is timed in their stages
     if isinstance(rebuilt, Dataset):
         return TimedDataset(rebuilt, Counter())
     return TimedStream(rebuilt, Counter())
-
-
-def with_parents(node: Any, parents: tuple[Any, ...]) -> Any:
-    """`node` rebuilt to read `parents` in place of `node.parents`, or `node` if it cannot be.
-
-    The parents are found among the node's dataclass fields, alone or as a
-    tuple; a stage that keeps its parents elsewhere is kept whole (and timed
-    as one, with its parents).
-    """
-    old = node.parents
-    if not old or not dataclasses.is_dataclass(node) or isinstance(node, type):
-        return node
-    replacement = {id(before): after for before, after in zip(old, parents)}
-    changes: dict[str, Any] = {}
-    found: set[int] = set()
-    for field in dataclasses.fields(node):
-        if not field.init:
-            continue
-        value = getattr(node, field.name)
-        if id(value) in replacement and isinstance(value, (Dataset, Stream)):
-            changes[field.name] = replacement[id(value)]
-            found.add(id(value))
-        elif isinstance(value, tuple) and value and all(id(v) in replacement for v in value):
-            changes[field.name] = tuple(replacement[id(v)] for v in value)
-            found.update(id(v) for v in value)
-    if found != set(replacement):
-        return node
-    return dataclasses.replace(node, **changes)

@@ -20,6 +20,7 @@ from typing import Any
 from grainfn._src import state as records
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 from grainfn._src.parallel.threads import BlockReader
+from grainfn._src.rebuild import with_parents
 from grainfn._src.stream import BaseCursor, Cursor, DatasetCursor, FromDatasetStream, Stream
 from grainfn._src.stream_ops import PassThroughStream
 
@@ -127,7 +128,10 @@ def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -
         return replace(stream)
     if isinstance(stream, PrefetchedStream):
         return with_leaves(stream.parent, replace)
-    if hasattr(stream, "components"):
-        components = tuple(with_leaves(c, replace) for c in stream.components)
-        return dataclasses.replace(stream, components=components)
-    return dataclasses.replace(stream, parent=with_leaves(stream.parent, replace))
+    rebuilt = with_parents(stream, tuple(with_leaves(p, replace) for p in stream.parents))
+    if rebuilt is None:
+        raise TypeError(
+            f"mp_prefetch cannot hand the reads below {stream.describe_stage()!r} to workers: "
+            "the stage does not keep its parents in its dataclass fields."
+        )
+    return rebuilt
