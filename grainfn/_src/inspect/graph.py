@@ -47,12 +47,11 @@ def to_dot(pipeline: Any) -> str:
             return names[id(node)]
         name = names[id(node)] = f"s{len(names)}"
         nodes.append(f'  {name} [label="{_escape(_label(node))}"];')
-        for parent in node.shown_parents():
+        for parent in node.parents:
             edges.append(f"  {visit(parent)} -> {name};")
         return name
 
-    for node in root.shown():
-        visit(node)
+    visit(root)
     header = ["digraph pipeline {", "  rankdir=TB;", '  node [shape=box, fontname="monospace"];']
     return "\n".join([*header, *nodes, *edges, "}"])
 

@@ -106,14 +106,13 @@ def _timed_parents(node: StageView) -> list[Any]:
 
 
 def _walk(root: StageView) -> list[tuple[StageView, int]]:
-    """The shown stages in pre-order (as `describe` prints them), with their depths."""
+    """The stages in pre-order (as `describe` prints them), with their depths."""
     out: list[tuple[StageView, int]] = []
 
     def visit(node: StageView, depth: int) -> None:
         out.append((node, depth))
-        for parent in node.shown_parents():
+        for parent in node.parents:
             visit(parent, depth + 1)
 
-    for node in root.shown():
-        visit(node, 0)
+    visit(root, 0)
     return out

@@ -42,8 +42,7 @@ def describe_text(pipeline: Any) -> str:
     """
     root = view(as_pipeline(pipeline, "describe"))
     lines: list[str] = []
-    for node in root.shown():
-        _lines(node, "", "", lines)
+    _lines(root, "", "", lines)
     return "\n".join(lines)
 
 
@@ -106,7 +105,7 @@ def timing_text(record: stats.StageStats) -> str:
 def _lines(node: StageView, first: str, rest: str, out: list[str]) -> None:
     """Appends `node`'s line (prefixed `first`) and its parents' (prefixed `rest`)."""
     out.append(first + stage_line(node))
-    parents = node.shown_parents()
+    parents = node.parents
     for i, parent in enumerate(parents):
         last = i == len(parents) - 1
         _lines(parent, rest + ("└─ " if last else "├─ "), rest + ("   " if last else "│  "), out)

@@ -58,14 +58,6 @@ class StageView:
         """The length of a dataset stage; None for a stream stage."""
         return self.stage.length if isinstance(self.stage, Dataset) else None
 
-    def shown(self) -> list[StageView]:
-        """The stages shown for this one: itself (timing stages are already folded away)."""
-        return [self]
-
-    def shown_parents(self) -> list[StageView]:
-        """The parents as shown, `mp_prefetch` included: it says how the pipeline runs."""
-        return list(self.parents)
-
 
 def view(pipeline: Dataset[Any] | Stream[Any]) -> StageView:
     """The tree of `StageView`s of a (possibly timed) pipeline.
