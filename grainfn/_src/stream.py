@@ -12,10 +12,12 @@ only when asked. `step` itself is `open`, one `next`, and `state`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from grainfn._src import state as records
@@ -46,7 +48,16 @@ END = _End()
 
 
 class Cursor(Protocol):
-    """A mutable reader over a stream, private to one iteration."""
+    """A mutable reader over a stream, private to one iteration.
+
+    `atomic` says that a `next` that raises leaves the cursor where it was: its
+    state unchanged, and the next `next` reads the same element again. A
+    cursor that takes one element of an atomic child per element it returns,
+    and changes itself only once it has it, is atomic; one that calls user
+    functions or takes several elements is not (a StreamIterator recovers it).
+    """
+
+    atomic: bool
 
     def next(self) -> Any:
         """Returns the next element; raises StopIteration at the end."""
@@ -71,6 +82,8 @@ class Cursor(Protocol):
 
 class BaseCursor:
     """Defaults: `next_many` in terms of `next`; prefetch and close reach the `children`."""
+
+    atomic = False
 
     def next(self) -> Any:
         raise NotImplementedError
@@ -189,6 +202,8 @@ class DatasetCursor(BaseCursor):
     the state is asked for.
     """
 
+    atomic = True  # a failed read leaves the reader at the first position not returned
+
     def __init__(self, reader: BlockReader, allow_nones: bool) -> None:
         self.reader = reader
         self.allow_nones = allow_nones
@@ -231,10 +246,26 @@ class DatasetCursor(BaseCursor):
         self.reader.close()
 
 
+MARK_EVERY = 1024
+"""How many elements a StreamIterator returns between two marks: states it can go back to."""
+
+
 class StreamIterator(Iterator[T]):
     """Iterates a stream quickly; `state` gives the exact state after the last element.
 
-    Returned by `grainfn.fn.iterate`.
+    Returned by `grainfn.fn.iterate`. No error loses an element: when reading
+    the next one raises (an exception in a user function, a worker process
+    that died, Ctrl-C), the iterator stays after the last element it returned,
+    `state` says so, and the next read starts there again. So a transient
+    fault loses nothing, and one that the element causes raises again, every
+    time.
+
+    An atomic cursor (one that a failed `next` leaves where it was, see
+    `Cursor.atomic`) is simply read again. Any other is replaced: the iterator
+    keeps a mark (a state it passed, taken every `MARK_EVERY` elements and
+    whenever `state` is read) and counts the elements since, and a new cursor
+    opened at the mark and stepped that many times stands exactly where the
+    failed one last stood, because the elements depend on the state alone.
     """
 
     def __init__(self, stream: Stream[T], state: Any = None) -> None:
@@ -243,9 +274,11 @@ class StreamIterator(Iterator[T]):
         else:
             stream.check_state(state)
         self.stream = stream
-        self._cursor = stream.open(state)
-        self.next_element: Callable[[], T] = self._cursor.next
-        """Returns the next element: `next(it)` without the iterator protocol's call."""
+        self._mark = state
+        self._since_mark = 0
+        self._cursor: Cursor = stream.open(state)
+        if getattr(self._cursor, "atomic", False):
+            self.next_element = self._cursor.next  # type: ignore[method-assign]
 
     def __iter__(self) -> StreamIterator[T]:
         return self
@@ -253,27 +286,103 @@ class StreamIterator(Iterator[T]):
     def __next__(self) -> T:
         return self.next_element()
 
+    def next_element(self) -> T:
+        """Returns the next element: `next(it)` without the iterator protocol's call.
+
+        An atomic cursor's own `next` takes this method's place (no counting
+        needed); the instance never holds a method of its own, so that it is
+        freed (and its worker processes stopped) as soon as it is dropped.
+        """
+        try:
+            element = self._cursor.next()
+        except StopIteration:
+            raise
+        except BaseException:
+            self._fail()
+            raise
+        self._since_mark += 1
+        if self._since_mark >= MARK_EVERY:
+            self._mark, self._since_mark = self._cursor.state(), 0
+        return element
+
     def start_prefetch(self) -> None:
         """Starts the background reads now, where the pipeline reads with threads."""
         self._cursor.start_prefetch()
 
     def close(self) -> None:
         """Stops background reads. The state stays readable; reading on raises ValueError."""
-        self._cursor.close()
-        self._cursor = _ClosedCursor(self._cursor.state())
-        self.next_element = self._cursor.next
+        cursor = self._cursor
+        if not isinstance(cursor, (_BrokenCursor, _ClosedCursor)):
+            cursor.close()
+            self._mark, self._since_mark = cursor.state(), 0
+        self._cursor = _ClosedCursor(self)
+        self.next_element = self._cursor.next  # type: ignore[method-assign]
 
     @property
     def state(self) -> Any:
         """The state record after the elements returned so far: resume from it with `iterate`."""
-        return self._cursor.state()
+        state = self._cursor.state()
+        if not isinstance(self._cursor, _ClosedCursor):
+            self._mark, self._since_mark = state, 0
+        return state
+
+    def _fail(self) -> None:
+        """Drops the cursor that raised; the next read or `state` opens a new one at the mark."""
+        cursor, self._cursor = self._cursor, _BrokenCursor(self)
+        if not isinstance(cursor, _BrokenCursor):
+            with contextlib.suppress(Exception):
+                cursor.close()
+
+    def _recover(self) -> Cursor:
+        """A new cursor where the iterator stands: at the mark, stepped past what came since."""
+        cursor = self.stream.open(self._mark)
+        try:
+            replayed = len(cursor.next_many(self._since_mark)) if self._since_mark else 0
+            if replayed < self._since_mark:
+                raise RuntimeError(
+                    f"Reading this stream again from a state gave {replayed} elements where it "
+                    f"gave {self._since_mark} before: its elements do not depend on the state "
+                    "alone (a user function with hidden state or randomness?), so the iterator "
+                    "cannot go back to where it was. Make the functions depend only on their input."
+                )
+            self._mark, self._since_mark = cursor.state(), 0
+        except BaseException:
+            cursor.close()
+            raise
+        self._cursor = cursor
+        return cursor
+
+
+class _BrokenCursor(BaseCursor):
+    """Where a failed cursor stood: the first use opens a new one there (see StreamIterator)."""
+
+    def __init__(self, iterator: StreamIterator[Any]) -> None:
+        self.iterator = weakref.ref(iterator)  # no cycle: a dropped iterator goes at once
+
+    def recover(self) -> Cursor:
+        iterator = self.iterator()
+        assert iterator is not None, "a broken cursor outlived its iterator"
+        return iterator._recover()
+
+    def next(self) -> Any:
+        return self.recover().next()
+
+    def next_many(self, count: int) -> list[Any]:
+        return self.recover().next_many(count)
+
+    def state(self) -> Any:
+        return self.recover().state()
+
+    def start_prefetch(self) -> None:
+        self.recover().start_prefetch()
 
 
 class _ClosedCursor(BaseCursor):
     """What a closed iterator reads: nothing, with the state it had when closed."""
 
-    def __init__(self, state: Any) -> None:
-        self._state = state
+    def __init__(self, iterator: StreamIterator[Any]) -> None:
+        self.stream = iterator.stream
+        self.mark, self.since_mark = iterator._mark, iterator._since_mark
 
     def next(self) -> Any:
         raise ValueError(
@@ -281,4 +390,11 @@ class _ClosedCursor(BaseCursor):
         )
 
     def state(self) -> Any:
-        return self._state
+        if self.since_mark:  # closed after an error: find where it stood, once
+            cursor = self.stream.open(self.mark)
+            try:
+                cursor.next_many(self.since_mark)
+                self.mark, self.since_mark = cursor.state(), 0
+            finally:
+                cursor.close()
+        return self.mark

@@ -259,6 +259,7 @@ class LimitedStream(WrappingStream):
 class _LimitCursor(BaseCursor):
     def __init__(self, parent: Cursor, taken: int, count: int) -> None:
         self.parent, self.taken, self.count = parent, taken, count
+        self.atomic = parent.atomic
 
     def next(self) -> Any:
         if self.taken >= self.count:
@@ -298,6 +299,7 @@ class _RepeatCursor(BaseCursor):
         self.parent, self.epoch, self.num_epochs = parent, epoch, num_epochs
         self.initial = parent.init()
         self.cursor = parent.open(state)
+        self.atomic = self.cursor.atomic
         self.fresh = state == self.initial  # this epoch started from the parent's beginning
         self.produced = False
 
@@ -371,17 +373,20 @@ class _MixCursor(BaseCursor):
     ) -> None:
         self.cursors, self.index, self.stopped = cursors, index, stopped
         self.pattern = mixing.mix_pattern(proportions)
+        self.atomic = all(cursor.atomic for cursor in cursors)
 
     def next(self) -> Any:
         if self.stopped:
             raise StopIteration
         component = self.pattern(self.index)
-        self.index += 1
         try:
-            return self.cursors[component].next()
+            element = self.cursors[component].next()
         except StopIteration:
+            self.index += 1
             self.stopped = True
             raise
+        self.index += 1  # only once the component gave it: a failure changes nothing
+        return element
 
     def state(self) -> Any:
         return records.MixState(self.index, self.stopped, tuple(c.state() for c in self.cursors))

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from facade_resuming import assert_same_under_workers
 
 import grainfn as grain
 from grainfn import fn
@@ -18,6 +17,8 @@ from grainfn.experimental import (
     ZipMapDataset,
 )
 from grainfn.testing import assert_deterministic
+
+from facade_resuming import assert_same_under_workers
 
 
 def square(x: int) -> np.ndarray:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from facade_resuming import assert_get_state_resumes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,8 @@ from grainfn._src.parallel.prefetch import _PoolCursor, collect_leaves, with_lea
 from grainfn._src.stream import FromDatasetStream
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
+
+from facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from facade_resuming import assert_get_state_resumes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,8 @@ import grainfn as grain
 from grainfn import fn
 from grainfn.experimental import RebatchIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
+
+from facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from facade_resuming import assert_get_state_resumes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,8 @@ from grainfn._src.index.shuffle import shuffle_index
 from grainfn._src.window_shuffle_stream import window_order
 from grainfn.experimental import WindowShuffleIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
+
+from facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

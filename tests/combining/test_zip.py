@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from facade_resuming import assert_get_state_resumes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,8 @@ from grainfn import fn
 from grainfn._src.zip import zip_indices
 from grainfn.experimental import ZipIterDataset, ZipMapDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
+
+from facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

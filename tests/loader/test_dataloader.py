@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 import grainfn.python
-from grainfn._src.parallel.processes import SEGMENT_PREFIX, WorkerError
+from grainfn._src.parallel.processes import WorkerError
 
+from leaks import assert_nothing_left
 from loader_specs import OFFSET, assert_same_elements, build_loader, loader_specs
 
 
@@ -285,13 +286,7 @@ def test_a_killed_worker_is_an_error_and_nothing_is_left_behind() -> None:
         read(it)
     assert time.monotonic() - started < 10
     it.close()
-    for _ in range(100):
-        left = [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
-        segments = [name for name in os.listdir("/dev/shm") if name.startswith(SEGMENT_PREFIX)]
-        if not left and not segments:
-            break
-        time.sleep(0.05)
-    assert not left and not segments
+    assert_nothing_left()
 
 
 # --- States of other loaders are refused, saying what differs -----------------

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from facade_resuming import assert_get_state_resumes, assert_same_under_workers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,8 @@ from grainfn._src.facade.packing import BestFitPackIterDataset, FirstFitPackIter
 from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
 from grainfn._src.packing.arrays import Memory
 from grainfn.testing import assert_elements_equal, assert_resumable
+
+from facade_resuming import assert_get_state_resumes, assert_same_under_workers
 
 LENGTHS = {"inputs": 12, "targets": 10}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -21,32 +20,12 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.parallel.processes import (
-    INLINE_BYTES,
-    SEGMENT_PREFIX,
-    WorkerError,
-    decode,
-    encode,
-)
+from grainfn._src.parallel.processes import WorkerError
+from grainfn._src.parallel.transfer import INLINE_BYTES, decode, encode
 from grainfn.testing import assert_elements_equal
 
+from leaks import assert_nothing_left, open_memory_files, segments, workers
 from pipelines import build_stream, stream_specs
-
-
-def segments() -> list[str]:
-    return sorted(name for name in os.listdir("/dev/shm") if name.startswith(SEGMENT_PREFIX))
-
-
-def workers() -> list[Any]:
-    return [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
-
-
-def assert_nothing_left() -> None:
-    for _ in range(100):
-        if not workers() and not segments():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"left behind: workers {workers()}, segments {segments()}")
 
 
 def read(stream: Any, state: Any = None, limit: int = 80) -> list[Any]:
@@ -104,26 +83,41 @@ def test_grain_pipelines_give_the_same_batches_for_0_to_8_workers(num_workers: i
     assert_nothing_left()
 
 
-def test_arrays_cross_in_shared_memory_and_come_back_writable() -> None:
+def test_arrays_cross_in_a_memory_file_and_come_back_writable() -> None:
     large = np.arange(INLINE_BYTES // 8, dtype=np.float64).reshape(-1, 8)
     block = [{"x": large, "y": [np.ones(INLINE_BYTES, np.uint8)]}, 7, "text"]
-    data, segment, sizes = encode(block)
-    assert segment is not None and segment.startswith(SEGMENT_PREFIX)
-    assert sizes == [INLINE_BYTES, INLINE_BYTES]
-    assert len(data) < 400  # the arrays are not in the pickle
-    back = decode(data, segment, sizes)
+    encoded = encode(block)
+    assert encoded.descriptor is not None and open_memory_files() == 1
+    assert encoded.sizes == [INLINE_BYTES, INLINE_BYTES]
+    assert len(encoded.data) < 400  # the arrays are not in the pickle
+    descriptor = encoded.descriptor
+    back = decode(encoded.data, descriptor, encoded.sizes)
     assert_elements_equal(back, block)
-    assert segment not in segments()  # unlinked at once: the arrays keep the memory mapped
+    with pytest.raises(OSError):
+        os.fstat(descriptor)  # decode closed it; the arrays keep the mapping
     back[0]["x"][0, 0] = 100.0  # writable
     assert back[0]["x"][0, 0] == 100.0
-    assert encode([1, 2])[1] is None
+    del back
+    assert open_memory_files() == 0  # the memory went with the last array
+    assert encode([1, 2]).descriptor is None
+
+
+def test_without_memory_files_arrays_travel_inside_the_pickle() -> None:
+    block = [{"x": np.arange(INLINE_BYTES, dtype=np.float64)}, 7]
+    encoded = encode(block, memory_files=False)
+    assert encoded.descriptor is None and encoded.sizes == []
+    assert len(encoded.data) > 8 * INLINE_BYTES
+    back = decode(encoded.data, None, [])
+    assert_elements_equal(back, block)
+    back[0]["x"][0] = 100.0
+    assert back[0]["x"][0] == 100.0
 
 
 def test_small_arrays_travel_inside_the_pickle_and_come_back_writable() -> None:
     block = [{"x": np.arange(12.0).reshape(3, 4)}, np.ones(INLINE_BYTES - 1, np.uint8)]
-    data, segment, sizes = encode(block)
-    assert segment is None and sizes == []
-    back = decode(data, segment, sizes)
+    encoded = encode(block)
+    assert encoded.descriptor is None and encoded.sizes == []
+    back = decode(encoded.data, encoded.descriptor, encoded.sizes)
     assert_elements_equal(back, block)
     back[0]["x"][0, 0] = 100.0
     assert back[0]["x"][0, 0] == 100.0
@@ -217,13 +211,13 @@ def test_ctrl_c_in_the_consuming_loop_leaves_nothing_behind(tmp_path: Path) -> N
             """
         )
     )
-    before = set(segments())
+    before = segments()
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
     )
     assert "interrupted" in done.stdout, done.stderr
     assert "KeyboardInterrupt" in done.stderr
-    assert set(segments()) <= before
+    assert segments() == before
     leftover = subprocess.run(
         ["pgrep", "-f", str(script)], capture_output=True, text=True, check=False
     )

@@ -135,6 +135,7 @@ class TimedStream(Stream[Any]):
 class _TimedCursor(BaseCursor):
     def __init__(self, parent: Cursor, counter: Counter) -> None:
         self.parent, self.counter = parent, counter
+        self.atomic = parent.atomic
 
     def next(self) -> Any:
         start = time.perf_counter_ns()

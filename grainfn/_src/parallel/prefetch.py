@@ -81,6 +81,7 @@ class _PooledLeaf(Stream[Any]):
 class _PoolCursor(BaseCursor):
     def __init__(self, cursor: Cursor, pool: WorkerPool) -> None:
         self.cursor, self.pool = cursor, pool
+        self.atomic = cursor.atomic  # a dead worker is replaced within the pool
         self.next = cursor.next  # type: ignore[method-assign]
         self.next_many = cursor.next_many  # type: ignore[method-assign]
 

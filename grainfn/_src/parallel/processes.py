@@ -3,53 +3,68 @@
 A `WorkerPool` holds the datasets to read (its "leaves") and `num_workers`
 processes, forked from a fork server (see `start_context`).
 Block `t` of the pool goes to worker `t % num_workers`, and each worker answers
-its blocks in order over its own pipe, so the parent always knows which
+its blocks in order over its own socket, so the parent always knows which
 worker holds the block it waits for. Output never depends on the number of
-workers: a block's elements depend only on its positions.
+workers: a block's elements depend only on its positions. Blocks cross as a
+pickle and one anonymous memory file (see `transfer`).
 
-The elements of a block are pickled with protocol 5; their large buffers
-(numpy arrays) travel through one shared-memory segment per block, which the
-parent copies out and unlinks at once. A worker ignores Ctrl-C (the parent
-handles it), exits when the parent's end of its pipe closes, and a worker that
-dies is reported by the parent as soon as it waits for that worker.
+Faults never cost an element:
+- A worker that dies (a signal, `os._exit`, the OOM killer) loses the blocks
+  it had not answered. The parent starts a new worker in its place and sends
+  them again, the first (the one it died on) *one position at a time*: the new
+  worker answers each position as soon as it has read it. If the new worker
+  dies too, the position it died on kills workers: the block's result is the
+  positions before it and a `WorkerError` naming it, like an exception there.
+  If it does not, the first death was not caused by those positions (the OOM
+  killer or another process): the block's result is a `WorkerError` alone, so
+  the reader stays at the block's first position and the next read continues.
+- A worker ignores Ctrl-C (the parent handles it) and exits when the parent's
+  end of its socket closes.
+- Only the process that made a pool stops its workers: a child forked from
+  the parent (`os.fork()`) that exits leaves them alone.
 """
 
 from __future__ import annotations
 
-import _posixshmem
 import collections
 import contextlib
-import itertools
-import mmap
 import multiprocessing
 import multiprocessing.connection
 import os
-import pickle
 import signal
-import sys
 import time
-import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing import resource_tracker, shared_memory
-from typing import Any, NoReturn
+from typing import Any
 
 import cloudpickle
 
 from grainfn._src.dataset import Dataset
-from grainfn._src.parallel.threads import Result, read_block
-
-SEGMENT_PREFIX = "grainfn_"
-INLINE_BYTES = 64 * 1024
-"""Buffers smaller than this travel inside the pickle, not through shared memory."""
-"""Shared-memory segments made by grainfn workers are named with this prefix."""
+from grainfn._src.parallel.threads import Result
+from grainfn._src.parallel.transfer import Channel, decode
+from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
 
 _JOIN_SECONDS = 2.0
-_segment_numbers = itertools.count()
+
+_HINTS = {
+    signal.SIGKILL: "the OOM killer (see dmesg) or another process may have sent it",
+    signal.SIGSEGV: "a crash in native code",
+    signal.SIGBUS: "a crash in native code, or a memory-mapped file that ran out of space",
+    signal.SIGTERM: "another process asked it to stop",
+}
 
 
 class WorkerError(RuntimeError):
     """A worker process died, or could not start."""
+
+
+class _Worker:
+    """One worker process and the parent's end of its socket."""
+
+    def __init__(self, process: Any, channel: Channel) -> None:
+        self.process, self.channel = process, channel
+        self.ready = False  # it loaded the pipeline and ran worker_init_fn
+        self.abandoned = False  # killed by the parent after Ctrl-C cut its answer short
 
 
 class WorkerPool:
@@ -74,58 +89,57 @@ class WorkerPool:
         self.num_workers = num_workers
         self.buffer_per_worker = buffer_per_worker
         self.worker_init_fn = worker_init_fn
-        self.processes: list[Any] = []
-        self.connections: list[multiprocessing.connection.Connection] = []
+        self.owner = os.getpid()
+        self.workers: list[_Worker] = []
+        self._context: Any = None
+        self._payload = b""
         self._next_task = 0
+        self._tasks: dict[int, tuple[int, int, int]] = {}  # sent, not answered: leaf, first, stop
         self._expected: list[collections.deque[int]] = []  # per worker, tasks in order
         self._done: dict[int, Result] = {}
         self._cancelled: set[int] = set()
+        self._one_by_one: dict[int, list[Any]] = {}  # tasks re-sent a position at a time
+        self._first_deaths: dict[int, str] = {}  # how the worker died the first time
         self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def processes(self) -> list[Any]:
+        """The worker processes now running (a dead one is replaced when found)."""
+        return [worker.process for worker in self.workers]
 
     def start(self) -> None:
         """Starts the processes (once); they load the datasets while the parent goes on."""
-        if self.processes:
+        if self.workers:
             return
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
-        context = start_context()
+        self._check_owner()
+        self._context = start_context()
         try:
-            payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
+            self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
         except Exception as error:
             raise TypeError(
                 f"Worker processes need the pipeline pickled, and it does not pickle: {error}. "
                 "Open files and connections lazily (on first read), not when the source is built."
             ) from error
+        self._expected = [collections.deque() for _ in range(self.num_workers)]
+        self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
+        _pools.add(self)
         for index in range(self.num_workers):
-            ours, theirs = context.Pipe(duplex=True)
-            process = context.Process(
-                target=worker_main,
-                args=(theirs, index, self.num_workers, payload),
-                name=f"grainfn-worker-{index}",
-                daemon=True,
-            )
-            process.start()
-            theirs.close()
-            self.processes.append(process)
-            self.connections.append(ours)
-            self._expected.append(collections.deque())
-        self._finalizer = weakref.finalize(self, stop_workers, self.processes, self.connections)
+            self.workers.append(self._start_worker(index))
 
     def submit(self, leaf: int, first: int, stop: int) -> PoolTask:
         """Sends positions `[first, stop)` of leaf `leaf` to the next worker in turn."""
         self.start()
         task = self._next_task
         self._next_task += 1
-        worker = task % self.num_workers
-        try:
-            self.connections[worker].send((task, leaf, first, stop))
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self._raise_dead(worker)
-        self._expected[worker].append(task)
+        self._tasks[task] = (leaf, first, stop)
+        self._send(task)
         return PoolTask(self, task)
 
     def result(self, task: int) -> Result:
         """Waits for the block of `task`, keeping the blocks of other tasks that come first."""
+        self._check_owner()
         worker = task % self.num_workers
         while task not in self._done:
             self._receive(worker)
@@ -133,69 +147,209 @@ class WorkerPool:
 
     def cancel(self, task: int) -> None:
         """Drops the block of `task` when it arrives."""
-        if self._done.pop(task, None) is None:
+        if self._done.pop(task, None) is None and task in self._tasks:
             self._cancelled.add(task)
 
     def close(self) -> None:
-        """Stops the processes and unlinks every segment they sent; idempotent."""
+        """Stops the processes and frees the blocks nobody read; idempotent.
+
+        In a forked child it only forgets the pool: the workers are its parent's.
+        """
         if self._finalizer is not None:
-            self._finalizer()
+            if os.getpid() == self.owner:
+                self._finalizer()
+            else:
+                self._finalizer.detach()
         self._done.clear()
 
-    def _receive(self, worker: int) -> None:
-        connection, process = self.connections[worker], self.processes[worker]
-        ready = multiprocessing.connection.wait([connection, process.sentinel])
-        if connection not in ready:
-            self._raise_dead(worker)
-        try:
-            message = connection.recv()
-        except (EOFError, ConnectionResetError, OSError):
-            self._raise_dead(worker)
-        if message[0] == "init-error":
-            raise _rebuild_error(message[1], message[2], f"starting grainfn worker {worker}")
-        task, data, segment, sizes, error, seconds = message
-        expected = self._expected[worker].popleft()
-        assert task == expected, f"worker {worker} answered task {task}, expected {expected}"
-        if task in self._cancelled:
-            self._cancelled.discard(task)
-            unlink(segment)  # nobody will read it: no need to map it
-            return
-        block = decode(data, segment, sizes)
-        failure = None
-        if error is not None:
-            failure = _rebuild_error(error[0], error[1], f"grainfn worker {worker}")
-        self._done[task] = (block, failure, seconds)
+    def _check_owner(self) -> None:
+        if os.getpid() != self.owner:
+            raise WorkerError(
+                f"These worker processes belong to process {self.owner}, and this is process "
+                f"{os.getpid()} (a fork of it). Make a new iterator here; its workers will be "
+                "this process's own."
+            )
 
-    def _raise_dead(self, worker: int) -> NoReturn:
-        process = self.processes[worker]
-        process.join(timeout=1.0)
-        code = process.exitcode
-        killed = code is not None and code < 0
-        how = f"was killed by signal {-code}" if killed else f"exited with code {code}"
-        raise WorkerError(
-            f"grainfn worker {worker} (pid {process.pid}) {how} while the parent waited for its "
-            "block. It may have run out of memory (see dmesg) or crashed in native code."
+    def _start_worker(self, index: int) -> _Worker:
+        ours, theirs = self._context.Pipe(duplex=True)
+        process = self._context.Process(
+            target=worker_main,
+            args=(theirs, index, self.num_workers, self._payload),
+            name=f"grainfn-worker-{index}",
+            daemon=True,
         )
+        try:
+            process.start()
+        except Exception as error:
+            ours.close()
+            raise WorkerError(f"Could not start grainfn worker {index}: {error}") from error
+        finally:
+            theirs.close()
+        return _Worker(process, Channel(ours))
+
+    def _send(self, task: int, one_by_one: bool = False) -> None:
+        worker = task % self.num_workers
+        self._expected[worker].append(task)
+        leaf, first, stop = self._tasks[task]
+        # A dead worker cannot take it: that shows when its answer is awaited.
+        with contextlib.suppress(OSError):
+            self.workers[worker].channel.send((task, leaf, first, stop, one_by_one))
+
+    def _receive(self, index: int) -> None:
+        worker = self.workers[index]
+        connection = worker.channel.connection
+        ready = multiprocessing.connection.wait([connection, worker.process.sentinel])
+        message: Any = None
+        descriptor = None
+        try:
+            if connection in ready:  # what it sent before it died, if it died
+                with contextlib.suppress(EOFError, OSError):
+                    message, descriptor = worker.channel.receive()
+            if message is None:
+                self._replace(index)
+            else:
+                self._take(index, message, descriptor)
+        except BaseException as error:
+            if not isinstance(error, Exception):  # Ctrl-C halfway: its answers are lost
+                worker.abandoned = True
+                worker.process.kill()  # found dead and replaced at the next wait for it
+            raise
+
+    def _take(self, index: int, message: Any, descriptor: int | None) -> None:
+        """Files a message of worker `index`."""
+        if message[0] == "ready":
+            self.workers[index].ready = True
+            return
+        if message[0] == "init-error":
+            raise rebuild_error(message[1], message[2], f"starting grainfn worker {index}")
+        task, last, data, sizes, error, seconds = message
+        expected = self._expected[index][0]
+        assert task == expected, f"worker {index} answered task {task}, expected {expected}"
+        if task in self._cancelled:
+            if descriptor is not None:
+                os.close(descriptor)  # nobody will read it: no need to map it
+            block, failure = [], None
+        else:
+            block = decode(data, descriptor, sizes)
+            failure = None
+            if error is not None:
+                failure = rebuild_error(error[0], error[1], f"grainfn worker {index}")
+        if task in self._one_by_one:
+            parts = self._one_by_one[task]
+            parts.extend(block)
+            block = parts
+            if last and failure is None:  # read again without dying: the death was not theirs
+                block, failure = [], WorkerError(self._first_deaths[task] + _NOT_THEIRS)
+        if not last:
+            return
+        self._expected[index].popleft()
+        if task not in self._cancelled:
+            self._done[task] = (block, failure, seconds)
+        self._forget(task)
+
+    def _forget(self, task: int) -> None:
+        del self._tasks[task]
+        self._cancelled.discard(task)
+        self._one_by_one.pop(task, None)
+        self._first_deaths.pop(task, None)
+
+    def _replace(self, index: int) -> None:
+        """Starts a new worker in place of dead worker `index` and resends what it held."""
+        dead = self.workers[index]
+        how = _how_it_died(dead.process)
+        dead.channel.close()
+        lost = list(self._expected[index])
+        self._expected[index].clear()
+        self.workers[index] = self._start_worker(index)
+        for task in lost:
+            if task in self._cancelled:
+                self._forget(task)
+            elif dead.abandoned:  # not a death: killed after Ctrl-C cut an answer short
+                self._one_by_one.pop(task, None)
+                self._first_deaths.pop(task, None)
+                self._send(task)
+            elif task != lost[0]:
+                self._send(task)
+            else:
+                self._retry(task, index, dead, how)
+
+    def _retry(self, task: int, index: int, dead: _Worker, how: str) -> None:
+        """Resends the task a worker died on one position at a time, or ends it with an error."""
+        leaf, first, stop = self._tasks[task]
+        pid, where = dead.process.pid, self._of_leaf(leaf)
+        if not dead.ready:
+            error = WorkerError(
+                f"grainfn worker {index} (pid {pid}) {how} while starting: loading the pipeline "
+                "or running worker_init_fn killed it. The next read starts new workers."
+            )
+            self._forget(task)
+            self._done[task] = ([], error, 0.0)
+        elif task not in self._one_by_one:
+            self._first_deaths[task] = (
+                f"grainfn worker {index} (pid {pid}) {how} while reading positions "
+                f"[{first}, {stop}){where}."
+            )
+            self._one_by_one[task] = []
+            self._send(task, one_by_one=True)
+        else:  # it died again, reading one position at a time: that position kills workers
+            parts = self._one_by_one[task]
+            culprit = first + len(parts)
+            error = WorkerError(
+                f"Reading position {culprit}{where} kills grainfn workers. "
+                f"{self._first_deaths[task]} A new worker (pid {pid}) read them again one at a "
+                f"time and {how} at position {culprit}. The positions before it were delivered; "
+                f"the next read tries position {culprit} again. Look in the pipeline's functions "
+                "at that position for a crash in native code, os._exit or sys.exit, or an "
+                "element too large for the memory."
+            )
+            self._forget(task)
+            self._done[task] = (parts, error, 0.0)
+
+    def _of_leaf(self, leaf: int) -> str:
+        return f" of dataset {leaf} of the pipeline" if len(self.leaves) > 1 else ""
 
 
-def start_context() -> Any:
-    """How workers start: forked from a fork server where there is one, else spawned.
+_pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 
-    Both are safe once JAX has started threads: the fork server is a fresh
-    process that imports the main module and grainfn without running anything,
-    and forks each worker from that clean state in milliseconds, where a
-    spawned worker would import everything again.
+
+def _forget_parents_workers() -> None:
+    """In a child just forked (`os.fork()`): the pools' workers are the parent's, not ours.
+
+    Without this, the child's exit would stop them: multiprocessing's exit
+    hook terminates every daemonic child process it knows, and the child
+    inherited the parent's list of them.
     """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    main = sys.modules.get("__main__")
-    main_name = getattr(getattr(main, "__spec__", None), "name", None)
-    preload = ["grainfn._src.parallel.fork_server", "__main__", "numpy", "grainfn"]
-    if main_name and main_name != "__main__":
-        preload.append(main_name)  # run with -m: preloading it imports what it imports
-    context.set_forkserver_preload(preload)  # takes effect when the server starts
-    return context
+    for pool in list(_pools):
+        if pool._finalizer is not None:
+            pool._finalizer.detach()
+        for process in pool.processes:
+            multiprocessing.process._children.discard(process)  # type: ignore[attr-defined]
+    _pools.clear()
+
+
+os.register_at_fork(after_in_child=_forget_parents_workers)
+
+_NOT_THEIRS = (
+    " A new worker read those positions again one at a time without dying, so they did not "
+    "cause it. Nothing was lost: the next read starts again at the first of them."
+)
+
+
+def _how_it_died(process: Any) -> str:
+    process.join(timeout=_JOIN_SECONDS)
+    code = process.exitcode
+    if code is None:  # its socket closed, yet it runs: it cannot be used any more
+        process.kill()
+        process.join(timeout=_JOIN_SECONDS)
+        return "stopped answering"
+    if code >= 0:
+        return f"exited with code {code} (os._exit or sys.exit in the pipeline's code?)"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "an unknown signal"
+    hint = _HINTS.get(-code)
+    return f"was killed by signal {-code} ({name}{'; ' + hint if hint else ''})"
 
 
 class PoolTask:
@@ -230,169 +384,43 @@ class LeafExecutor:
         """The pool belongs to the stage that made it; it closes the pool."""
 
 
-def worker_main(
-    connection: multiprocessing.connection.Connection, index: int, count: int, payload: bytes
-) -> None:
-    """A worker's loop: read the blocks the parent asks for until it says stop or goes away."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        leaves, init = pickle.loads(payload)
-        if init is not None:
-            init(index, count)
-    except Exception as error:
-        connection.send(("init-error", _error_payload(error), traceback.format_exc()))
-        return
-    while True:
-        try:
-            task = connection.recv()
-        except (EOFError, OSError):
-            return  # the parent is gone
-        if task is None:
-            return
-        number, leaf, first, stop = task
-        started = time.perf_counter()
-        block, read_error = read_block(leaves[leaf], first, stop)
-        failure = None if read_error is None else (_error_payload(read_error), _format(read_error))
-        try:
-            data, segment, sizes = encode(block)
-        except Exception as encode_error:  # an element that does not pickle
-            data, segment, sizes = encode([])
-            failure = (_error_payload(encode_error), _format(encode_error))
-        seconds = time.perf_counter() - started  # blocks are sized by the time they cost
-        try:
-            connection.send((number, data, segment, sizes, failure, seconds))
-        except (BrokenPipeError, OSError):
-            unlink(segment)
-            return
+def stop_workers(owner: int, workers: list[_Worker]) -> None:
+    """Asks the workers to stop, frees the blocks nobody read, and reaps them all.
 
-
-def encode(block: list[Any]) -> tuple[bytes, str | None, list[int]]:
-    """Pickles `block`, moving its large buffers (numpy arrays) into one shared-memory segment.
-
-    Buffers under `INLINE_BYTES` stay in the pickle: for them a segment costs
-    more (creating, mapping and unlinking it) than the copy it saves.
+    Does nothing outside process `owner`: a forked child must not stop its parent's workers.
     """
-    buffers: list[pickle.PickleBuffer] = []
-
-    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-        if buffer.raw().nbytes < INLINE_BYTES:
-            return True  # true: pickled in-band
-        buffers.append(buffer)
-        return False
-
-    data = pickle.dumps(block, protocol=5, buffer_callback=out_of_band)
-    if not buffers:
-        return data, None, []
-    views = [buffer.raw() for buffer in buffers]
-    sizes = [view.nbytes for view in views]
-    name = f"{SEGMENT_PREFIX}{os.getpid()}_{next(_segment_numbers)}"
-    segment = shared_memory.SharedMemory(name=name, create=True, size=max(1, sum(sizes)))
-    try:
-        memory = segment.buf
-        assert memory is not None
-        offset = 0
-        for view, size in zip(views, sizes):
-            memory[offset : offset + size] = view
-            offset += size
-        del memory
-    finally:
-        segment.close()
-    return data, name, sizes
-
-
-def decode(data: bytes, segment: str | None, sizes: list[int]) -> list[Any]:
-    """Unpickles a block from `encode`; its arrays are views of the segment, which is unlinked.
-
-    The segment's name is removed at once; its memory stays mapped for as long
-    as an array uses it, and is returned to the system when the last one goes.
-    """
-    if segment is None:
-        return pickle.loads(data)
-    mapping = _map_and_unlink(segment, sum(sizes))
-    whole = memoryview(mapping)
-    buffers, offset = [], 0
-    for size in sizes:
-        buffers.append(whole[offset : offset + size])
-        offset += size
-    return pickle.loads(data, buffers=buffers)
-
-
-def _map_and_unlink(segment: str, size: int) -> mmap.mmap:
-    name = "/" + segment
-    descriptor = _posixshmem.shm_open(name, os.O_RDWR, mode=0o600)
-    try:
-        return mmap.mmap(descriptor, max(1, size))
-    finally:
-        os.close(descriptor)
-        _posixshmem.shm_unlink(name)
-        resource_tracker.unregister(name, "shared_memory")
-
-
-def unlink(segment: str | None) -> None:
-    """Removes a segment that will not be decoded."""
-    if segment is None:
+    if os.getpid() != owner:
         return
-    name = "/" + segment
-    try:
-        _posixshmem.shm_unlink(name)
-    except FileNotFoundError:
-        return
-    resource_tracker.unregister(name, "shared_memory")
-
-
-def stop_workers(
-    processes: list[Any], connections: list[multiprocessing.connection.Connection]
-) -> None:
-    """Asks the workers to stop, unlinks the segments of blocks nobody read, and reaps them all."""
-    for connection in connections:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
-            connection.send(None)
+    for worker in workers:
+        with contextlib.suppress(OSError):
+            worker.channel.send(None)
     deadline = time.monotonic() + _JOIN_SECONDS
-    alive = list(zip(processes, connections))
+    alive = list(workers)
     while alive and time.monotonic() < deadline:
-        for process, connection in list(alive):
-            _drain(connection)
-            if not process.is_alive():
-                _drain(connection)
-                alive.remove((process, connection))
+        for worker in list(alive):
+            _drain(worker.channel)
+            if not worker.process.is_alive():
+                _drain(worker.channel)
+                alive.remove(worker)
         if alive:
             multiprocessing.connection.wait(
-                [c for _, c in alive] + [p.sentinel for p, _ in alive], timeout=0.05
+                [w.channel.connection for w in alive] + [w.process.sentinel for w in alive],
+                timeout=0.05,
             )
-    for process, connection in alive:
-        process.kill()
-        process.join(timeout=_JOIN_SECONDS)
-        _drain(connection)
-    for process in processes:
-        process.join(timeout=_JOIN_SECONDS)
-    for connection in connections:
-        connection.close()
+    for worker in alive:
+        worker.process.kill()
+        worker.process.join(timeout=_JOIN_SECONDS)
+    for worker in workers:
+        worker.process.join(timeout=_JOIN_SECONDS)
+        worker.channel.close()  # memory files still in the socket are freed with it
 
 
-def _drain(connection: multiprocessing.connection.Connection) -> None:
+def _drain(channel: Channel) -> None:
+    """Reads what a stopping worker sent, so that it is not blocked sending it."""
     try:
-        while connection.poll():
-            message = connection.recv()
-            if message[0] != "init-error":
-                unlink(message[2])
+        while channel.poll():
+            _, descriptor = channel.receive()
+            if descriptor is not None:
+                os.close(descriptor)
     except (EOFError, OSError):
         pass
-
-
-def _error_payload(error: Exception) -> bytes:
-    try:
-        payload = cloudpickle.dumps(error)
-        pickle.loads(payload)
-        return payload
-    except Exception:
-        return cloudpickle.dumps(RuntimeError(f"{type(error).__qualname__}: {error}"))
-
-
-def _format(error: Exception) -> str:
-    return "".join(traceback.format_exception(error))
-
-
-def _rebuild_error(payload: bytes, trace: str, where: str) -> Exception:
-    error: Exception = pickle.loads(payload)
-    error.add_note(f"Raised in {where}; its traceback:\n{trace.rstrip()}")
-    return error

@@ -104,7 +104,9 @@ class BlockReader:
 
     If reading a position fails, the positions before it come first; then the
     error is raised, and the next read tries that position again (so a
-    transient failure, such as a network error, can be retried).
+    transient failure, such as a network error, can be retried). The same
+    holds when waiting for a block read ahead fails: the next read starts at
+    that block.
 
     Args:
         dataset: The dataset to read.
@@ -222,7 +224,12 @@ class BlockReader:
             raise StopIteration
         first, stop, task = self.pending.popleft()
         started = time.perf_counter()
-        block, error, seconds = task.result()
+        try:
+            block, error, seconds = task.result()
+        except BaseException:  # the executor failed (Ctrl-C while waiting, say): keep the block
+            self._drop_pending()
+            self.position = first
+            raise
         waited = time.perf_counter() - started
         self.ahead -= stop - first
         if error is not None:

@@ -1,0 +1,81 @@
+"""What grainfn's worker processes could leave behind, counted for the tests.
+
+- worker processes still running;
+- memory files (the blocks workers send, see grainfn._src.parallel.transfer)
+  still open in this process, or in any process of this user: a file held by
+  nobody is freed by the kernel, so one still open is a leak;
+- shared-memory segments in /dev/shm named by grainfn (it makes none any more:
+  any found is a leak), counted with the pid that owns them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from typing import Any
+
+from grainfn._src.parallel.transfer import MEMORY_FILE_NAME
+
+MEMORY_FILE = f"/memfd:{MEMORY_FILE_NAME}"
+
+
+def workers() -> list[Any]:
+    """This process's grainfn worker processes that are still alive."""
+    return [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
+
+
+def open_memory_files(pid: int | str = "self") -> int:
+    """How many grainfn memory files process `pid` holds open."""
+    count = 0
+    directory = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, PermissionError, ProcessLookupError):
+        return 0
+    for name in names:
+        try:
+            if os.readlink(f"{directory}/{name}").startswith(MEMORY_FILE):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def memory_files_anywhere() -> dict[int, int]:
+    """The grainfn memory files open in every process of this user, by pid."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (count := open_memory_files(entry)):
+            found[int(entry)] = count
+    return found
+
+
+def segments() -> dict[str, int]:
+    """grainfn's shared-memory segments in /dev/shm, with the uid that owns each."""
+    found = {}
+    for name in os.listdir("/dev/shm"):
+        if "grainfn" in name:
+            try:
+                found[name] = os.stat(f"/dev/shm/{name}").st_uid
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def leftovers() -> dict[str, Any]:
+    """Everything left behind now: empty when nothing is."""
+    left: dict[str, Any] = {
+        "workers": workers(),
+        "memory files": memory_files_anywhere(),
+        "segments": segments(),
+    }
+    return {what: found for what, found in left.items() if found}
+
+
+def assert_nothing_left(seconds: float = 5.0) -> None:
+    """Waits up to `seconds` for the workers to go; fails naming whatever is left."""
+    deadline = time.monotonic() + seconds
+    while (left := leftovers()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left, f"left behind: {left}"
