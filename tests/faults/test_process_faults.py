@@ -1,0 +1,310 @@
+"""Faults around the processes: killed workers and process groups, squatters, forks, a full
+/dev/shm, a refused memory file and Ctrl-C. Nothing is lost and nothing outlives its process.
+
+Blocks of large arrays cross from the workers in anonymous memory files
+(`grainfn._src.parallel.transfer`): nothing in /dev/shm to leak, squat or
+fill. The tests count what could be left: worker processes, memory files open
+in any process, and segments in /dev/shm (see `leaks`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import grainfn as grain
+from grainfn._src.parallel.processes import WorkerError
+from grainfn.testing import assert_elements_equal
+
+from faults.faulty import Fault, FaultError
+from faults.harness import read_through
+from leaks import assert_nothing_left, memory_files_anywhere, segments, workers
+
+MIB = 1 << 20
+TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+
+
+def large(x: int) -> np.ndarray:
+    """16 MiB filled with x."""
+    return np.full(2 * MIB, x, np.float64)
+
+
+def assert_large(elements: list[Any], count: int) -> None:
+    assert [int(e[0]) for e in elements] == list(range(count))
+    assert all(e.shape == (2 * MIB,) and e[-1] == e[0] for e in elements)
+
+
+def run_script(tmp_path: Path, body: str, prefix: list[str] | None = None) -> str:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(body))
+    done = subprocess.run(
+        [*(prefix or []), sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothing() -> None:
+    count = 40
+    it = iter(grain.MapDataset.range(count).map(large).to_iter_dataset().mp_prefetch(TWO_WORKERS))
+    chooser = random.Random(7)
+    stop = threading.Event()
+
+    def kill_workers() -> None:
+        for _ in range(6):
+            if stop.wait(0.08):
+                return
+            alive = workers()
+            if alive:
+                os.kill(chooser.choice(alive).pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_workers)
+    killer.start()
+    try:
+        run = read_through(it, max_errors=50, catch=(WorkerError,))
+    finally:
+        stop.set()
+        killer.join()
+    assert run.errors, "no kill landed while reading"
+    assert all("killed by signal 9" in str(error) for error in run.errors)
+    assert_large(run.elements, count)
+    del run
+    it.close()
+    assert_nothing_left()
+
+
+def test_a_whole_process_group_killed_leaves_no_memory_behind(tmp_path: Path) -> None:
+    script = tmp_path / "group.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import numpy as np
+            import grainfn as grain
+
+            def large(x):
+                return np.full(2 << 20, x, np.float64)
+
+            if __name__ == "__main__":
+                ds = grain.MapDataset.range(10_000).map(large).to_iter_dataset()
+                ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+                for i, element in enumerate(ds):
+                    if i == 3:
+                        print("reading", flush=True)
+            """
+        )
+    )
+    before = segments()
+    with subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    ) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline().strip() == "reading"
+            time.sleep(0.2)  # workers are writing blocks, the parent is mapping them
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)  # a preempted container: all at once
+            process.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (in_session(process.pid) or memory_files_anywhere()):
+        time.sleep(0.05)
+    assert in_session(process.pid) == []
+    assert memory_files_anywhere() == {}  # held by nobody: the kernel freed it
+    assert segments() == before
+
+
+def in_session(session: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == session:
+                    found.append(int(entry))
+            except ProcessLookupError:
+                continue
+    return found
+
+
+def test_names_squatted_in_dev_shm_by_another_user_change_nothing() -> None:
+    nobody = 65534
+    pid = os.getpid()
+    squatted = [Path(f"/dev/shm/grainfn_{p}_{n}") for p in range(pid, pid + 300) for n in range(3)]
+    squatted += [Path("/dev/shm/grainfn_block"), Path("/dev/shm/grainfn-block")]
+    try:
+        for path in squatted:
+            path.write_bytes(b"not yours")
+            os.chown(path, nobody, nobody)
+            path.chmod(0o600)
+        ds = grain.MapDataset.range(12).map(large).to_iter_dataset().mp_prefetch(TWO_WORKERS)
+        with iter(ds) as it:
+            assert_large(list(it), 12)
+        assert all(path.read_bytes() == b"not yours" for path in squatted)  # left alone
+    finally:
+        for path in squatted:
+            path.unlink(missing_ok=True)
+    assert_nothing_left()
+
+
+def test_a_forked_child_leaves_its_parents_workers_alone(tmp_path: Path) -> None:
+    out = run_script(
+        tmp_path,
+        """
+        import os, sys
+        import grainfn as grain
+
+        if __name__ == "__main__":
+            ds = grain.MapDataset.range(3000).to_iter_dataset()
+            it = iter(ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2)))
+            head = [next(it) for _ in range(10)]
+            child = os.fork()
+            if child == 0:
+                try:
+                    for _ in it:  # past what the parent had received: another process's workers
+                        pass
+                except RuntimeError as error:
+                    print("child:", error, flush=True)
+                sys.exit(0)  # a normal exit: atexit hooks and finalizers run
+            os.waitpid(child, 0)
+            rest = list(it)
+            print("parent:", head + rest == list(range(3000)), flush=True)
+        """,
+    )
+    assert "child: These worker processes belong to process" in out
+    assert "parent: True" in out
+
+
+def test_a_tiny_full_dev_shm_does_not_stop_large_elements(tmp_path: Path) -> None:
+    # Docker gives containers 64 MiB of /dev/shm; here 1 MiB, already full, in
+    # a mount namespace of its own, for 16 MiB elements.
+    mount = "mount -t tmpfs -o size=1m tmpfs /dev/shm && head -c 1048576 /dev/zero > /dev/shm/full"
+    out = run_script(
+        tmp_path,
+        """
+        import os
+        import numpy as np
+        import grainfn as grain
+
+        def large(x):
+            return np.full(2 << 20, x, np.float64)
+
+        if __name__ == "__main__":
+            shm = os.statvfs("/dev/shm")
+            print("dev/shm free bytes:", shm.f_bavail * shm.f_frsize, flush=True)
+            ds = grain.MapDataset.range(10).map(large).to_iter_dataset()
+            ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+            values = [int(e[0]) for e in ds if e.shape == (2 << 20,) and e[-1] == e[0]]
+            print("values:", values, flush=True)
+        """,
+        prefix=["unshare", "--mount", "sh", "-c", f'{mount} && exec "$0" "$@"'],
+    )
+    assert "dev/shm free bytes: 0" in out
+    assert f"values: {list(range(10))}" in out
+
+
+def limit_file_size(index: int, count: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MIB, MIB))  # memory files over 1 MiB: EFBIG
+
+
+def mapped_memory_files() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum("memfd:grainfn-block" in line for line in maps)
+
+
+def test_a_refused_memory_file_sends_the_arrays_through_the_pipe() -> None:
+    ds = grain.MapDataset.range(6).map(large).to_iter_dataset()
+    options = grain.MultiprocessingOptions(num_workers=2)
+    with iter(ds.mp_prefetch(options, worker_init_fn=limit_file_size)) as it:
+        elements = list(it)
+        assert mapped_memory_files() == 0  # in the pickles, not in memory files
+    assert_large(elements, 6)
+    elements[0][0] = -1.0  # writable all the same
+    with iter(ds.mp_prefetch(options)) as it:
+        elements = list(it)
+        assert mapped_memory_files() > 0  # without the limit, in memory files
+    del elements  # their mappings hold the memory files
+    assert_nothing_left()
+
+
+def wait_for(path: str) -> None:
+    while not os.path.exists(path):
+        time.sleep(0.01)
+
+
+class HoldAt:
+    """Holds element `at` until `path` exists."""
+
+    def __init__(self, at: int, path: str) -> None:
+        self.at, self.path = at, path
+
+    def __call__(self, x: int) -> int:
+        if x == self.at:
+            wait_for(self.path)
+        return x
+
+
+@pytest.mark.parametrize("stream_stages", [False, True])
+def test_ctrl_c_while_waiting_for_a_worker_loses_nothing(
+    stream_stages: bool, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    ds = grain.MapDataset.range(200).map(HoldAt(40, release)).to_iter_dataset()
+    if stream_stages:
+        ds = ds.filter(lambda x: x % 3 != 0).batch(2)
+    Path(release).touch()
+    expected = [np.asarray(e).tolist() for e in ds]
+    Path(release).unlink()
+
+    def interrupt_then_release() -> None:
+        time.sleep(0.5)  # the consumer waits for element 40 by now
+        os.kill(os.getpid(), signal.SIGINT)
+        Path(release).touch()
+
+    it = iter(ds.mp_prefetch(TWO_WORKERS))
+    thread = threading.Thread(target=interrupt_then_release)
+    thread.start()
+    try:
+        run = read_through(it, max_errors=3, catch=(KeyboardInterrupt,))
+    finally:
+        thread.join()
+    assert len(run.errors) == 1
+    assert [np.asarray(e).tolist() for e in run.elements] == expected
+    it.close()
+    assert_nothing_left()
+
+
+@pytest.mark.parametrize("times", [1, None])
+def test_an_exception_in_a_map_run_by_the_parent_is_retried(
+    times: int | None, tmp_path: Path
+) -> None:
+    def make(fault: Any) -> Any:
+        ds = grain.MapDataset.range(100).to_iter_dataset().map(fault).batch(3)
+        return ds.mp_prefetch(TWO_WORKERS)
+
+    expected = list(make(Fault(str(tmp_path), frozenset(), "raise", 0)))
+    it = iter(make(Fault(str(tmp_path), frozenset({57}), "raise", times)))
+    run = read_through(it, max_errors=3, catch=(FaultError,))
+    if times == 1:
+        assert len(run.errors) == 1
+        assert_elements_equal(run.elements, expected)
+    else:
+        assert len(run.errors) == 3
+        assert_elements_equal(run.elements, expected[: 57 // 3])
+    it.close()
+    assert_nothing_left()
