@@ -32,6 +32,7 @@ from grainfn._src.lazy import lazy_attributes
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import IndexSampler, SequentialSampler
 from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
+from grainfn._src.parallel.processes import WorkerError
 from grainfn._src.sources import RandomAccessDataSource
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "StageStats",
     "Trace",
     "TraceStep",
+    "WorkerError",
     "checkpoint",
     "config",
     "describe",

@@ -100,7 +100,7 @@ def test_command_line_entry_point(tmp_path) -> None:
     assert "Result: identical." in result.stdout
     killed = re.search(r"SIGKILL to pid (\d+) when it reported step (\d+)", result.stdout)
     assert killed is not None, result.stdout
-    assert "no shared memory was left behind" in result.stdout
+    assert "the blocks in flight went with them" in result.stdout
     # Nothing left behind: no process of the killed job's group, no temporary files.
     assert not _process_group(int(killed.group(1)))
     assert list(tmp_path.iterdir()) == []

@@ -83,6 +83,8 @@ class Dataset(Generic[T]):
         Equal to `[self.get(i) for i in indices]`, only faster.
         """
         array = np.asarray(indices)
+        if array.ndim == 1 and array.size and array.dtype.kind in "uO":
+            _check_int64(array)  # Python ints past 2**63 - 1 come as uint64 or objects
         if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
             raise TypeError(
                 f"indices must be a 1-D sequence of integers, got an array of shape "
@@ -95,7 +97,11 @@ class Dataset(Generic[T]):
             raise IndexError(f"indices must be >= 0, got {int(array.min())}.")
         if self.length == 0:
             raise IndexError(f"Cannot read from an empty dataset:\n{self!r}")
-        return self._get_many(array)
+        try:
+            return self._get_many(array)
+        except Exception:  # read one by one: the error then names the position that failed
+            get = self._get
+            return [get(index) for index in array.tolist()]
 
     def _get(self, index: int) -> T | None:
         raise NotImplementedError(f"{type(self).__name__} does not define _get")
@@ -172,10 +178,18 @@ def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
     return lines
 
 
+def _check_int64(array: np.ndarray) -> None:
+    for value in array.tolist():
+        if validate.is_integer(value) and not -validate.INT64_MAX <= value <= validate.INT64_MAX:
+            raise IndexError(f"indices must be in [0, 2**63 - 1], got {value}.")
+
+
 def _check_index(index: Any) -> int:
     index = validate.check_integer(index, "index")
     if index < 0:
         raise IndexError(
             f"index must be >= 0, got {index}; indices past the length are later epochs."
         )
+    if index > validate.INT64_MAX:
+        raise IndexError(f"index must be at most 2**63 - 1, got {index}.")
     return index

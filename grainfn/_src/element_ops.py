@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src import tree
+from grainfn._src import tree, validate
 from grainfn._src.dataset import Dataset, OneParent, ParentIndex, function_name, set_length
 from grainfn._src.index import slicing
 from grainfn._src.index.rng import ElementRng
@@ -29,7 +29,13 @@ class MappedDataset(OneParent):
 
     def _get(self, index: int) -> Any:
         element = self.parent._get(index)
-        return None if element is None else self.fn(element)
+        if element is None:
+            return None
+        try:
+            return self.fn(element)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         fn = self.fn
@@ -56,7 +62,13 @@ class RandomMappedDataset(OneParent):
 
     def _get(self, index: int) -> Any:
         element = self.parent._get(index)
-        return None if element is None else self.fn(element, self.rngs.at(index))
+        if element is None:
+            return None
+        try:
+            return self.fn(element, self.rngs.at(index))
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         fn, at = self.fn, self.rngs.at
@@ -81,7 +93,13 @@ class IndexMappedDataset(OneParent):
 
     def _get(self, index: int) -> Any:
         element = self.parent._get(index)
-        return None if element is None else self.fn(index, element)
+        if element is None:
+            return None
+        try:
+            return self.fn(index, element)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         fn = self.fn
@@ -107,7 +125,15 @@ class FilteredDataset(OneParent):
 
     def _get(self, index: int) -> Any:
         element = self.parent._get(index)
-        return element if element is not None and self.predicate(element) else None
+        if element is None:
+            return None
+        where = f"position {index}"
+        try:
+            verdict = self.predicate(element)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), where)
+            raise
+        return element if validate.truth(verdict, self.describe_stage(), where) else None
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         keep = self.predicate

@@ -57,7 +57,7 @@ def batch_and_pad(values: Sequence[T], *, batch_size: int, pad_value: Any = 0) -
         ...
         ValueError: batch_and_pad got 3 values for a batch of batch_size=2; ...
     """
-    batch_size = validate.check_positive_int(batch_size, "batch_size")
+    batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
     count = len(values)
     if count == 0:
         raise ValueError("batch_and_pad needs at least one value to batch, got none.")

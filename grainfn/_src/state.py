@@ -173,9 +173,14 @@ def from_dict(data: Any, path: str = "") -> Any:
         return tuple(from_dict(value, f"{path}[{i}]") for i, value in enumerate(data))
     if isinstance(data, (bool, int)):
         return data
+    field = path.rsplit(".", 1)[-1]
+    allowed = {
+        "stopped": "a bool",
+        "parent": "a state dict",
+        "components": "a list of state dicts",
+    }.get(field, "an integer >= 0")
     raise ValueError(
-        f"State field {path or 'at the top'} must be an integer, a bool, a list or a dict, "
-        f"got {describe_value(data)}."
+        f"State field {path or 'at the top'} must be {allowed}, got {describe_value(data)}."
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from grainfn._src import state as records
-from grainfn._src import tree
+from grainfn._src import tree, validate
 from grainfn._src.dataset import function_name
 from grainfn._src.index import mixing
 from grainfn._src.index.rng import ElementRng
@@ -88,23 +88,35 @@ class MappedStream(PassThroughStream):
     fn: Callable[[Any], Any]
 
     def open(self, state: Any) -> Cursor:
-        return _MapCursor(self.parent.open(state), self.fn)
+        return _MapCursor(self.parent.open(state), self.fn, self.describe_stage())
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
 
 
 class _MapCursor(BaseCursor):
-    def __init__(self, parent: Cursor, fn: Callable[[Any], Any]) -> None:
-        self.parent, self.fn = parent, fn
+    def __init__(self, parent: Cursor, fn: Callable[[Any], Any], stage: str) -> None:
+        self.parent, self.fn, self.stage = parent, fn, stage
 
     def next(self) -> Any:
         element = self.parent.next()
-        return None if element is None else self.fn(element)
+        if element is None:
+            return None
+        try:
+            return self.fn(element)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, _element_before(self.parent))
+            raise
 
     def next_many(self, count: int) -> list[Any]:
         fn = self.fn
-        return [None if e is None else fn(e) for e in self.parent.next_many(count)]
+        elements = self.parent.next_many(count)
+        try:
+            return [None if e is None else fn(e) for e in elements]
+        except Exception as error:
+            where = f"one of {len(elements)} {_element_before(self.parent)[4:]}"
+            validate.note_user_error(error, self.stage, where)
+            raise
 
     def state(self) -> Any:
         return self.parent.state()
@@ -126,7 +138,12 @@ class RandomMappedStream(CountingStream):
 
     def open(self, state: Any) -> Cursor:
         fn, at = self.fn, self.rngs.at
-        return _CountCursor(self.parent.open(state.parent), state.seen, lambda i, e: fn(e, at(i)))
+        return _CountCursor(
+            self.parent.open(state.parent),
+            state.seen,
+            lambda i, e: fn(e, at(i)),
+            self.describe_stage(),
+        )
 
     def describe_stage(self) -> str:
         return f"random_map({function_name(self.fn)}, seed={self.seed})"
@@ -139,7 +156,9 @@ class IndexMappedStream(CountingStream):
     fn: Callable[[int, Any], Any]
 
     def open(self, state: Any) -> Cursor:
-        return _CountCursor(self.parent.open(state.parent), state.seen, self.fn)
+        return _CountCursor(
+            self.parent.open(state.parent), state.seen, self.fn, self.describe_stage()
+        )
 
     def describe_stage(self) -> str:
         return f"map_with_index({function_name(self.fn)})"
@@ -148,20 +167,33 @@ class IndexMappedStream(CountingStream):
 class _CountCursor(BaseCursor):
     """Applies `fn(n, element)` to the n-th element; `None`s are counted but not mapped."""
 
-    def __init__(self, parent: Cursor, count: int, fn: Callable[[int, Any], Any]) -> None:
-        self.parent, self.count, self.fn = parent, count, fn
+    def __init__(
+        self, parent: Cursor, count: int, fn: Callable[[int, Any], Any], stage: str
+    ) -> None:
+        self.parent, self.count, self.fn, self.stage = parent, count, fn, stage
 
     def next(self) -> Any:
         element = self.parent.next()
         index = self.count
         self.count += 1
-        return None if element is None else self.fn(index, element)
+        if element is None:
+            return None
+        try:
+            return self.fn(index, element)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, f"element {index} of its stream")
+            raise
 
     def next_many(self, count: int) -> list[Any]:
         elements = self.parent.next_many(count)
         first, fn = self.count, self.fn
         self.count += len(elements)
-        return [None if e is None else fn(first + i, e) for i, e in enumerate(elements)]
+        try:
+            return [None if e is None else fn(first + i, e) for i, e in enumerate(elements)]
+        except Exception as error:
+            where = f"elements {first} to {self.count - 1} of its stream"
+            validate.note_user_error(error, self.stage, where)
+            raise
 
     def state(self) -> Any:
         return records.CountState(self.count, self.parent.state())
@@ -177,22 +209,34 @@ class FilteredStream(PassThroughStream):
     predicate: Callable[[Any], Any]
 
     def open(self, state: Any) -> Cursor:
-        return _FilterCursor(self.parent.open(state), self.predicate)
+        return _FilterCursor(self.parent.open(state), self.predicate, self.describe_stage())
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
 
 
 class _FilterCursor(BaseCursor):
-    def __init__(self, parent: Cursor, predicate: Callable[[Any], Any]) -> None:
-        self.parent, self.predicate = parent, predicate
+    def __init__(self, parent: Cursor, predicate: Callable[[Any], Any], stage: str) -> None:
+        self.parent, self.predicate, self.stage = parent, predicate, stage
 
     def next(self) -> Any:
         keep, parent = self.predicate, self.parent
         while True:
             element = parent.next()
-            if element is None or keep(element):
+            if element is None:
                 return element
+            verdict: Any = _UNSET
+            try:
+                verdict = keep(element)
+                if verdict:
+                    return element
+            except Exception as error:
+                where = _element_before(parent)
+                if verdict is _UNSET:
+                    validate.note_user_error(error, self.stage, where)
+                    raise
+                validate.truth(verdict, self.stage, where)  # raises its clear TypeError
+                raise
 
     def state(self) -> Any:
         return self.parent.state()
@@ -393,3 +437,11 @@ class _MixCursor(BaseCursor):
 
     def children(self) -> tuple[Cursor, ...]:
         return tuple(self.cursors)
+
+
+_UNSET = object()
+
+
+def _element_before(cursor: Cursor) -> str:
+    """Where a cursor's last element was, for an error note: the state it ended at."""
+    return f"the stream element that ends at state {cursor.state()}"

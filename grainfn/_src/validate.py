@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 SEED_LIMIT = 2**32
+INT64_MAX = 2**63 - 1
+"""The largest position, length or size: positions are 64-bit integers."""
 
 
 def check_seed(seed: Any, what: str = "seed") -> int:
@@ -25,7 +27,7 @@ def check_seed(seed: Any, what: str = "seed") -> int:
         ...
         ValueError: seed must be an integer in [0, 2**32), got -1.
     """
-    if isinstance(seed, bool) or not _is_integer(seed):
+    if isinstance(seed, bool) or not is_integer(seed):
         raise TypeError(f"{what} must be an integer in [0, 2**32), got {seed!r}.")
     seed = operator.index(seed)
     if not 0 <= seed < SEED_LIMIT:
@@ -59,7 +61,7 @@ def check_nonnegative_int(value: Any, what: str) -> int:
         ...
         ValueError: threads must be an integer >= 0, got -2.
     """
-    if isinstance(value, bool) or not _is_integer(value):
+    if isinstance(value, bool) or not is_integer(value):
         raise TypeError(f"{what} must be an integer >= 0, got {value!r}.")
     value = operator.index(value)
     if value < 0:
@@ -67,13 +69,23 @@ def check_nonnegative_int(value: Any, what: str) -> int:
     return value
 
 
-def check_positive_int(value: Any, what: str) -> int:
-    """Returns `value` as an int after checking that it is >= 1."""
-    if isinstance(value, bool) or not _is_integer(value):
+def check_positive_int(value: Any, what: str, maximum: int | None = None) -> int:
+    """Returns `value` as an int after checking that it is >= 1 (and <= `maximum`).
+
+    Examples:
+        >>> check_positive_int(2**63, "batch_size", maximum=INT64_MAX)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_size must be a positive integer up to 2**63 - 1, got 9223372036854775808.
+    """
+    if isinstance(value, bool) or not is_integer(value):
         raise TypeError(f"{what} must be a positive integer, got {value!r}.")
     value = operator.index(value)
     if value <= 0:
         raise ValueError(f"{what} must be a positive integer, got {value}.")
+    if maximum is not None and value > maximum:
+        limit = "2**63 - 1" if maximum == INT64_MAX else str(maximum)
+        raise ValueError(f"{what} must be a positive integer up to {limit}, got {value}.")
     return value
 
 
@@ -114,10 +126,19 @@ def check_weights(weights: Sequence[Any], count: int) -> tuple[float, ...]:
                 f"{weights!r}."
             )
         result.append(as_float)
+    smallest, largest = min(result), max(result)
+    if not math.isfinite(largest * (100 / smallest)):
+        raise ValueError(
+            f"weights are too far apart: the smallest, {weights[result.index(smallest)]!r} at "
+            f"position {result.index(smallest)}, is scaled to 100 (Grain's rule), and the "
+            f"largest, {weights[result.index(largest)]!r}, would then be infinite. Keep the "
+            "weights within a factor of 1e300 of each other, or drop the smallest component."
+        )
     return tuple(result)
 
 
-def _is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
+    """Whether `value` is an integer (anything with `__index__`: int, numpy ints, bool)."""
     try:
         operator.index(value)
     except TypeError:
@@ -131,3 +152,41 @@ def _is_real(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def note_user_error(error: BaseException, stage: str, where: str) -> None:
+    """Adds a note to `error` naming the stage whose user function raised it, and where.
+
+    The error keeps its type and traceback: re-raise it with a bare `raise`.
+
+    Examples:
+        >>> error = KeyError("id")
+        >>> note_user_error(error, "map(parse)", "position 7")
+        >>> error.__notes__
+        ['Raised by the function of map(parse), reading position 7.']
+    """
+    error.add_note(f"Raised by the function of {stage}, reading {where}.")
+
+
+def truth(verdict: Any, stage: str, where: str) -> bool:
+    """`bool(verdict)` of a filter predicate; a clear TypeError where it has none (an array).
+
+    Examples:
+        >>> import numpy as np
+        >>> truth(np.array([True, False]), "filter(keep)", "position 3")
+        Traceback (most recent call last):
+        ...
+        TypeError: The predicate of filter(keep) must return a bool; reading position 3 it
+        returned an array of shape (2,), whose truth value is ambiguous. Reduce it to one
+        bool, with .any() or .all() for example.
+    """
+    try:
+        return bool(verdict)
+    except (ValueError, TypeError) as error:
+        shape = getattr(verdict, "shape", None)
+        what = f"an array of shape {shape}" if shape is not None else repr(verdict)
+        raise TypeError(
+            f"The predicate of {stage} must return a bool; reading {where} it returned {what}, "
+            "whose truth value is ambiguous. Reduce it to one bool, with .any() or .all() "
+            "for example."
+        ) from error

@@ -140,7 +140,7 @@ def batch(
         >>> batch(2, range(5)).get_many([0, 2, 3])
         [array([0, 1]), array([4]), array([0, 1])]
     """
-    batch_size = validate.check_positive_int(batch_size, "batch_size")
+    batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
     if batch_fn is not None:
         validate.check_callable(batch_fn, "batch_fn")
     if isinstance(data, Stream):

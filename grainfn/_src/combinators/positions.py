@@ -100,15 +100,22 @@ def mix(
     A mix of datasets ends where its first component would run out. A mix of
     streams stops when the component due next is exhausted (Grain's rule);
     streams may also be given as a dict of named components, with weights as a
-    dict of the same names.
+    dict of the same names, or as a list in the dict's own order. Named
+    components take turns in the order of their sorted names, as in Grain.
 
     Examples:
         >>> mix([range(5), range(7, 10)]).get_many(builtins.range(6))
         [0, 7, 1, 8, 2, 9]
+        >>> from grainfn._src.reading import iterate
+        >>> b, a = from_dataset(source("b" * 8)), from_dataset(source("a" * 8))
+        >>> "".join(iterate(mix({"b": b, "a": a}, [3, 1])))  # b: 3, a: 1
+        'abbbabbbabb'
     """
     names: tuple[str, ...] | None = None
     if isinstance(datasets, Mapping):
         names = tuple(sorted(datasets))
+        if weights is not None and not isinstance(weights, Mapping):
+            weights = dict(zip(datasets, validate.check_weights(weights, len(datasets))))
         datasets = [datasets[name] for name in names]
         if isinstance(weights, Mapping):
             if set(weights) != set(names):
@@ -243,6 +250,13 @@ def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[
     """
     ds = as_dataset(ds, "slice")
     if isinstance(positions, builtins.slice):
+        for name in ("start", "stop", "step"):
+            value = getattr(positions, name)
+            if value is not None and not validate.is_integer(value):
+                raise TypeError(
+                    f"slice {name} must be an integer or None, got {value!r} of type "
+                    f"{type(value).__name__} in {positions!r}."
+                )
         if positions.step == 0:
             raise ValueError(f"slice step must not be 0, got {positions!r}.")
         start, step, size = slicing.slice_params(positions, ds.length)
@@ -274,7 +288,7 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
             "use repeat(None, data) to repeat forever."
         )
     if num_epochs is not None:
-        num_epochs = validate.check_positive_int(num_epochs, "num_epochs")
+        num_epochs = validate.check_positive_int(num_epochs, "num_epochs", validate.INT64_MAX)
     if isinstance(data, Stream):
         if not reseed_each_epoch:
             raise ValueError("reseed_each_epoch applies to datasets; a repeated stream restarts.")

@@ -125,7 +125,7 @@ def rebatch(batch_size: int, stream: Stream[Any], *, drop_remainder: bool = Fals
         >>> [b.tolist() for b in iterate(rebatch(3, stream))]
         [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     """
-    batch_size = validate.check_positive_int(batch_size, "rebatch batch_size")
+    batch_size = validate.check_positive_int(batch_size, "rebatch batch_size", validate.INT64_MAX)
     if isinstance(stream, Dataset):
         raise TypeError(
             "rebatch regroups rows across batches, which needs a stream: apply it to "

@@ -6,7 +6,8 @@ last resort, killed), reads its reports, and kills the training process alone
 once it reports the step to kill at, as a machine's out-of-memory killer or a
 preemption would. Then it checks that the job's other processes (the
 `mp_prefetch` workers, the fork server, the resource tracker) exit by
-themselves, and removes any shared-memory segment they left.
+themselves. Blocks in flight between processes are anonymous memory files,
+which the kernel frees with their last process: nothing is left to remove.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ class Preemption:
     others: int = 0  # the killed job's other processes (workers, fork server, ...)
     exit_seconds: float = 0.0  # until they were all gone
     forced: int = 0  # of them, killed by us after EXIT_SECONDS
-    segments: int = 0  # shared-memory segments they left, removed by us
     temp_dir: str | None = None  # multiprocessing's temporary directory in the job
 
 
@@ -130,11 +130,6 @@ def _kill(child: subprocess.Popen[str], preemption: Preemption) -> None:
     temp_dir = preemption.temp_dir  # a killed process cannot remove its own (the fork server's)
     if temp_dir and Path(temp_dir).name.startswith("pymp-"):
         shutil.rmtree(temp_dir, ignore_errors=True)
-    shm = Path("/dev/shm")
-    for pid in others:
-        for segment in shm.glob(f"grainfn_{pid}_*") if shm.is_dir() else ():
-            segment.unlink(missing_ok=True)
-            preemption.segments += 1
 
 
 def group_members(pgid: int) -> set[int]:
@@ -164,9 +159,4 @@ def cleanup_text(preemption: Preemption) -> str:
         others = "It started no other processes"
     if not Path("/proc").is_dir():
         others = "(Its other processes could not be listed here: no /proc)"
-    segments = (
-        f"; {preemption.segments} shared-memory segments it left were removed."
-        if preemption.segments
-        else "; no shared memory was left behind."
-    )
-    return others + segments
+    return others + "; the blocks in flight went with them (memory files, freed by the kernel)."

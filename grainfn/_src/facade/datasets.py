@@ -272,8 +272,6 @@ class IterDataset(_Stages[T]):
         """
         if isinstance(datasets, Mapping):
             streams: Any = {name: _stream_of(ds) for name, ds in datasets.items()}
-            if weights is not None and not isinstance(weights, Mapping):
-                weights = dict(zip(datasets, validate.check_weights(weights, len(datasets))))
         else:
             streams = [_stream_of(ds) for ds in _sequence(datasets, "IterDataset.mix")]
         return _wrap_iter(fn.mix(streams, weights))

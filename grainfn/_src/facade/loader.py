@@ -72,6 +72,7 @@ class DataLoader:
                 f"for example), got {sampler!r} of type {type(sampler).__name__}."
             )
         self._sampler = sampler
+        _check_sampler_fits(sampler, self._data_source)
         if isinstance(operations, OPERATIONS) or not isinstance(operations, Iterable):
             operations = [operations]  # one operation; check_operation names a wrong one
         self._operations = tuple(check_operation(op) for op in operations)
@@ -184,6 +185,12 @@ class DataLoaderIterator(Iterator[Any]):
                 what differs.
         """
         data = _parse_state(state)
+        if not any(field in data for field in (*LOADER_FIELDS, "state")):
+            raise ValueError(
+                f"This is not a DataLoader state: get_state() of a DataLoader iterator gives JSON "
+                f"with the fields {[*LOADER_FIELDS, 'state']} (and more); got fields "
+                f"{sorted(data)}."
+            )
         for field in LOADER_FIELDS:
             if field not in data:
                 raise ValueError(f"DataLoader state is truncated: field {field!r} is missing.")
@@ -271,6 +278,19 @@ def source_repr(source: Any) -> str:
     if isinstance(source, (list, tuple, np.ndarray, str, bytes)):
         return str(type(source))
     return repr(source)
+
+
+def _check_sampler_fits(sampler: Any, source: Any) -> None:
+    """Refuses a sampler whose record keys go past the end of the source."""
+    records = getattr(sampler, "num_records", None)
+    if not isinstance(records, int):
+        return  # a sampler of its own: its keys show when read
+    size = len(source)
+    if records > size:
+        raise ValueError(
+            f"The sampler reads records 0 to {records - 1} (num_records={records}), and the data "
+            f"source has {size}. Make the sampler with num_records=len(data_source) = {size}."
+        )
 
 
 def _shard_options(options: ShardOptions | None, sampler: Any) -> ShardOptions:

@@ -44,9 +44,16 @@ class BaseSampler(abc.ABC):
     def __init__(
         self, num_records: Any, shard_options: ShardOptions | None, seed: Any, name: str
     ) -> None:
-        self._num_records = validate.check_positive_int(num_records, "num_records")
+        self._num_records = validate.check_positive_int(
+            num_records, "num_records", validate.INT64_MAX
+        )
         self._shard_options = check_shard_options(shard_options or NoSharding())
         self._seed = None if seed is None else validate.check_seed(seed, f"{name} seed")
+
+    @property
+    def num_records(self) -> int:
+        """The number of records the sampler reads from: keys are in `[0, num_records)`."""
+        return self._num_records
 
     @property
     def shard_options(self) -> ShardOptions:
@@ -146,7 +153,7 @@ class IndexSampler(BaseSampler):
     ) -> None:
         super().__init__(num_records, shard_options, seed, "IndexSampler")
         if num_epochs is not None:
-            num_epochs = validate.check_positive_int(num_epochs, "num_epochs")
+            num_epochs = validate.check_positive_int(num_epochs, "num_epochs", validate.INT64_MAX)
         if shuffle and seed is None:
             raise ValueError(
                 "IndexSampler(shuffle=True) needs a seed: pass seed=<int in [0, 2**32)>."
@@ -156,6 +163,12 @@ class IndexSampler(BaseSampler):
         self._keys = self._key_dataset()
         self._max_index: int | None = None
         if num_epochs is not None:
+            if num_epochs * self._num_records > validate.INT64_MAX:
+                raise ValueError(
+                    f"IndexSampler reads num_epochs * num_records indices, which must be at most "
+                    f"2**63 - 1: got {num_epochs} epochs of {self._num_records} records. Pass "
+                    "num_epochs=None to repeat forever."
+                )
             self._max_index = num_epochs * self._num_records
             if self._shard_options.drop_remainder and self._shard_options.shard_count > 1:
                 count = self._shard_options.shard_count

@@ -55,7 +55,11 @@ _HINTS = {
 
 
 class WorkerError(RuntimeError):
-    """A worker process died, or could not start."""
+    """A worker process died, or could not start (see "When things fail" in the parallelism docs).
+
+    Nothing is lost: the iterator stays after the last element it returned,
+    and the next read goes on from there with a new worker.
+    """
 
 
 class _Worker:
