@@ -25,6 +25,7 @@ import pytest
 
 import grainfn as grain
 from grainfn._src.parallel.processes import WorkerError
+from grainfn._src.parallel.transfer import sweep_dead_segments
 from grainfn.testing import assert_elements_equal
 
 from faults.faulty import Fault, FaultError
@@ -308,3 +309,48 @@ def test_an_exception_in_a_map_run_by_the_parent_is_retried(
         assert_elements_equal(run.elements, expected[: 57 // 3])
     it.close()
     assert_nothing_left()
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended."""
+    code = "import os; print(os.getpid())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def test_segments_older_versions_left_are_swept_if_ours_and_their_process_is_gone(
+    tmp_path: Path,
+) -> None:
+    gone, alive = dead_pid(), os.getpid()
+    files = {
+        f"grainfn_{gone}_0": os.getuid(),  # ours, its process gone: swept
+        f"grainfn_{gone}_1": 65534,  # another user's: left
+        f"grainfn_{alive}_0": os.getuid(),  # a live process's: left
+        f"grainfn_{gone}_x": os.getuid(),  # not a segment name: left
+        "other_123_4": os.getuid(),  # not grainfn's: left
+    }
+    for name, owner in files.items():
+        (tmp_path / name).write_bytes(b"segment")
+        os.chown(tmp_path / name, owner, owner)
+    assert sweep_dead_segments(str(tmp_path)) == [f"grainfn_{gone}_0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(files) - {f"grainfn_{gone}_0"})
+
+
+def test_a_new_process_sweeps_dev_shm_when_its_first_pool_starts(tmp_path: Path) -> None:
+    gone = dead_pid()
+    left = Path(f"/dev/shm/grainfn_{gone}_0")
+    left.write_bytes(b"left by a killed grainfn 0.1 process")
+    try:
+        run_script(
+            tmp_path,
+            """
+            import grainfn as grain
+            if __name__ == "__main__":
+                ds = grain.MapDataset.range(4).to_iter_dataset()
+                options = grain.MultiprocessingOptions(num_workers=1)
+                assert list(ds.mp_prefetch(options)) == [0, 1, 2, 3]
+            """,
+        )
+        assert not left.exists()
+    finally:
+        left.unlink(missing_ok=True)

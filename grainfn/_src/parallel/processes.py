@@ -41,7 +41,7 @@ import cloudpickle
 
 from grainfn._src.dataset import Dataset
 from grainfn._src.parallel.threads import Result
-from grainfn._src.parallel.transfer import Channel, decode
+from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
 
 _JOIN_SECONDS = 2.0
@@ -118,6 +118,10 @@ class WorkerPool:
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
         self._check_owner()
+        global _swept_by
+        if _swept_by != os.getpid():  # once per process: what older versions left
+            _swept_by = os.getpid()
+            sweep_dead_segments()
         self._context = start_context()
         try:
             self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
@@ -314,6 +318,7 @@ class WorkerPool:
 
 
 _pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+_swept_by = 0  # the process that swept /dev/shm (see transfer.sweep_dead_segments)
 
 
 def _forget_parents_workers() -> None:

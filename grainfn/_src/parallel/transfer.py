@@ -16,14 +16,22 @@ An anonymous file has no name, which settles three faults at their root:
   files live in the kernel's internal tmpfs, limited only by memory.
 Where memory files are missing (not Linux) or making one fails (out of
 memory), the buffers travel inside the pickle instead: slower, never wrong.
+
+grainfn versions before memory files sent blocks through shared-memory
+segments named `grainfn_<pid>_<n>` in /dev/shm, which a SIGKILLed process could
+leave behind. `sweep_dead_segments` removes those of this user whose process
+is gone; a pool runs it once per process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import pickle
+import re
 import socket
+import stat
 from collections.abc import Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -161,3 +169,45 @@ def _write_memory_file(views: list[memoryview]) -> int:
         os.close(descriptor)
         raise
     return descriptor
+
+
+_LEGACY_SEGMENT = re.compile(r"grainfn_(\d+)_\d+")
+
+
+def sweep_dead_segments(directory: str = "/dev/shm") -> list[str]:
+    """Removes the `grainfn_<pid>_<n>` segments of this user whose process `pid` is gone.
+
+    Segments of other users, of live processes, and anything not named so
+    are left alone. Returns the names removed.
+    """
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed  # no /dev/shm here
+    for entry in entries:
+        match = _LEGACY_SEGMENT.fullmatch(entry.name)
+        if match is None:
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or not stat.S_ISREG(info.st_mode):
+            continue
+        if _process_exists(int(match[1])):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+            removed.append(entry.name)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
