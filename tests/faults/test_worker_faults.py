@@ -89,12 +89,16 @@ def clean(make: Callable[[Any], Any], tmp_path: Path) -> Callable[[], Any]:
     return lambda: make(Fault(str(tmp_path), frozenset(), "raise", 0))
 
 
+def fault_free(make: Callable[[Any], Any], tmp_path: Path) -> tuple[list[Any], list[Any]]:
+    """The elements of the pipeline without faults, and its state after each."""
+    return list(clean(make, tmp_path)()), reference_states(clean(make, tmp_path))
+
+
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("name", PIPELINES)
 def test_a_transient_fault_loses_nothing(name: str, how: str, tmp_path: Path) -> None:
     make = PIPELINES[name]
-    expected = list(clean(make, tmp_path)())
-    states = reference_states(clean(make, tmp_path))
+    expected, states = fault_free(make, tmp_path)
     # A block that raises is read again one position at a time to find the
     # failing one, so an exception must happen twice to reach the consumer.
     times = 2 if how == "raise" else 1
@@ -113,8 +117,7 @@ def test_a_transient_fault_loses_nothing(name: str, how: str, tmp_path: Path) ->
 @pytest.mark.parametrize("name", PIPELINES)
 def test_a_deterministic_fault_raises_again_every_time(name: str, how: str, tmp_path: Path) -> None:
     make = PIPELINES[name]
-    expected = list(clean(make, tmp_path)())
-    states = reference_states(clean(make, tmp_path))
+    expected, states = fault_free(make, tmp_path)
     it = iter(make(Fault(str(tmp_path), frozenset({AT}), how, times=None)))
     run = read_through(it, max_errors=3, catch=(WorkerError, FaultError))
     assert len(run.errors) == 3
