@@ -334,23 +334,29 @@ class StreamIterator(Iterator[T]):
                 cursor.close()
 
     def _recover(self) -> Cursor:
-        """A new cursor where the iterator stands: at the mark, stepped past what came since."""
-        cursor = self.stream.open(self._mark)
-        try:
-            replayed = len(cursor.next_many(self._since_mark)) if self._since_mark else 0
-            if replayed < self._since_mark:
-                raise RuntimeError(
-                    f"Reading this stream again from a state gave {replayed} elements where it "
-                    f"gave {self._since_mark} before: its elements do not depend on the state "
-                    "alone (a user function with hidden state or randomness?), so the iterator "
-                    "cannot go back to where it was. Make the functions depend only on their input."
-                )
-            self._mark, self._since_mark = cursor.state(), 0
-        except BaseException:
-            cursor.close()
-            raise
+        """A new cursor where the iterator stands, which replaces the broken one."""
+        cursor = _reopen(self.stream, self._mark, self._since_mark)
+        self._mark, self._since_mark = cursor.state(), 0
         self._cursor = cursor
         return cursor
+
+
+def _reopen(stream: Stream[Any], mark: Any, count: int) -> Cursor:
+    """A new cursor opened at state `mark` and stepped over the `count` elements after it."""
+    cursor = stream.open(mark)
+    try:
+        replayed = len(cursor.next_many(count)) if count else 0
+        if replayed < count:
+            raise RuntimeError(
+                f"Reading this stream again from a state gave {replayed} elements where it "
+                f"gave {count} before: its elements do not depend on the state alone (a user "
+                "function with hidden state or randomness?), so the iterator cannot go back to "
+                "where it was. Make the functions depend only on their input."
+            )
+    except BaseException:
+        cursor.close()
+        raise
+    return cursor
 
 
 class _BrokenCursor(BaseCursor):
@@ -391,9 +397,8 @@ class _ClosedCursor(BaseCursor):
 
     def state(self) -> Any:
         if self.since_mark:  # closed after an error: find where it stood, once
-            cursor = self.stream.open(self.mark)
+            cursor = _reopen(self.stream, self.mark, self.since_mark)
             try:
-                cursor.next_many(self.since_mark)
                 self.mark, self.since_mark = cursor.state(), 0
             finally:
                 cursor.close()
