@@ -262,8 +262,8 @@ class StreamIterator(Iterator[T]):
 
     An atomic cursor (one that a failed `next` leaves where it was, see
     `Cursor.atomic`) is simply read again. Any other is replaced: the iterator
-    keeps a mark (a state it passed, taken every `MARK_EVERY` elements and
-    whenever `state` is read) and counts the elements since, and a new cursor
+    keeps a mark (a state it passed, taken every `MARK_EVERY` elements) and
+    counts the elements since, and a new cursor
     opened at the mark and stepped that many times stands exactly where the
     failed one last stood, because the elements depend on the state alone.
     """
@@ -321,10 +321,7 @@ class StreamIterator(Iterator[T]):
     @property
     def state(self) -> Any:
         """The state record after the elements returned so far: resume from it with `iterate`."""
-        state = self._cursor.state()
-        if not isinstance(self._cursor, _ClosedCursor):
-            self._mark, self._since_mark = state, 0
-        return state
+        return self._cursor.state()
 
     def _fail(self) -> None:
         """Drops the cursor that raised; the next read or `state` opens a new one at the mark."""
