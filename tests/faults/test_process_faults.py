@@ -34,11 +34,59 @@ from leaks import assert_nothing_left, memory_files_anywhere, segments, workers
 
 MIB = 1 << 20
 TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+FACES = ("mp_prefetch", "DataLoader")
 
 
 def large(x: int) -> np.ndarray:
     """16 MiB filled with x."""
     return np.full(2 * MIB, x, np.float64)
+
+
+class MapOf(grain.transforms.Map):
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def map(self, element: Any) -> Any:
+        return self.fn(element)
+
+
+def two_workers(face: str, count: int, fn: Any) -> Any:
+    """`fn` of 0, 1, ..., count - 1, computed by 2 worker processes of `face`."""
+    if face == "mp_prefetch":
+        return grain.MapDataset.range(count).map(fn).to_iter_dataset().mp_prefetch(TWO_WORKERS)
+    return grain.DataLoader(
+        data_source=list(range(count)),
+        sampler=grain.SequentialSampler(count),
+        operations=[MapOf(fn)],
+        worker_count=2,
+    )
+
+
+# The same in a script: `large` and a pipeline of either face, `make(count)`.
+SCRIPT_PIPELINES = """
+import numpy as np
+import grainfn as grain
+
+def large(x):
+    return np.full(2 << 20, x, np.float64)
+
+class Large(grain.transforms.Map):
+    def map(self, x):
+        return large(x)
+
+def make(count):
+    if FACE == "mp_prefetch":
+        ds = grain.MapDataset.range(count).map(large).to_iter_dataset()
+        return ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+    return grain.DataLoader(
+        data_source=list(range(count)), sampler=grain.SequentialSampler(count),
+        operations=[Large()], worker_count=2,
+    )
+"""
+
+
+def script_for(face: str, body: str) -> str:
+    return f"FACE = {face!r}\n" + SCRIPT_PIPELINES + textwrap.dedent(body)
 
 
 def assert_large(elements: list[Any], count: int) -> None:
@@ -61,9 +109,12 @@ def run_script(tmp_path: Path, body: str, prefix: list[str] | None = None) -> st
     return done.stdout
 
 
-def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothing() -> None:
+@pytest.mark.parametrize("face", FACES)
+def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothing(
+    face: str,
+) -> None:
     count = 40
-    it = iter(grain.MapDataset.range(count).map(large).to_iter_dataset().mp_prefetch(TWO_WORKERS))
+    it = iter(two_workers(face, count, large))
     chooser = random.Random(7)
     stop = threading.Event()
 
@@ -90,30 +141,23 @@ def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothi
     assert_nothing_left()
 
 
-def test_a_whole_process_group_killed_leaves_no_memory_behind(tmp_path: Path) -> None:
-    script = tmp_path / "group.py"
-    script.write_text(
-        textwrap.dedent(
+@pytest.mark.parametrize("face", FACES)
+def test_a_whole_process_group_killed_leaves_no_memory_behind(face: str, tmp_path: Path) -> None:
+    program = tmp_path / "group.py"
+    program.write_text(
+        script_for(
+            face,
             """
-            import sys
-            import numpy as np
-            import grainfn as grain
-
-            def large(x):
-                return np.full(2 << 20, x, np.float64)
-
             if __name__ == "__main__":
-                ds = grain.MapDataset.range(10_000).map(large).to_iter_dataset()
-                ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
-                for i, element in enumerate(ds):
+                for i, element in enumerate(make(10_000)):
                     if i == 3:
                         print("reading", flush=True)
-            """
+            """,
         )
     )
     before = segments()
     with subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True
     ) as process:
         try:
             assert process.stdout is not None and process.stdout.readline().strip() == "reading"
@@ -141,7 +185,8 @@ def in_session(session: int) -> list[int]:
     return found
 
 
-def test_names_squatted_in_dev_shm_by_another_user_change_nothing() -> None:
+@pytest.mark.parametrize("face", FACES)
+def test_names_squatted_in_dev_shm_by_another_user_change_nothing(face: str) -> None:
     nobody = 65534
     pid = os.getpid()
     squatted = [Path(f"/dev/shm/grainfn_{p}_{n}") for p in range(pid, pid + 300) for n in range(3)]
@@ -151,8 +196,7 @@ def test_names_squatted_in_dev_shm_by_another_user_change_nothing() -> None:
             path.write_bytes(b"not yours")
             os.chown(path, nobody, nobody)
             path.chmod(0o600)
-        ds = grain.MapDataset.range(12).map(large).to_iter_dataset().mp_prefetch(TWO_WORKERS)
-        with iter(ds) as it:
+        with iter(two_workers(face, 12, large)) as it:
             assert_large(list(it), 12)
         assert all(path.read_bytes() == b"not yours" for path in squatted)  # left alone
     finally:
@@ -161,66 +205,67 @@ def test_names_squatted_in_dev_shm_by_another_user_change_nothing() -> None:
     assert_nothing_left()
 
 
-def test_a_forked_child_leaves_its_parents_workers_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("face", FACES)
+def test_a_forked_child_leaves_its_parents_workers_alone(face: str, tmp_path: Path) -> None:
     out = run_script(
         tmp_path,
-        """
-        import os, sys
-        import grainfn as grain
+        script_for(
+            face,
+            """
+            import os, sys
 
-        if __name__ == "__main__":
-            ds = grain.MapDataset.range(3000).to_iter_dataset()
-            it = iter(ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2)))
-            head = [next(it) for _ in range(10)]
-            child = os.fork()
-            if child == 0:
-                try:
-                    for _ in it:  # past what the parent had received: another process's workers
-                        pass
-                except RuntimeError as error:
-                    print("child:", error, flush=True)
-                sys.exit(0)  # a normal exit: atexit hooks and finalizers run
-            os.waitpid(child, 0)
-            rest = list(it)
-            print("parent:", head + rest == list(range(3000)), flush=True)
-        """,
+            if __name__ == "__main__":
+                it = iter(make(600))
+                head = [int(next(it)[0]) for _ in range(10)]
+                child = os.fork()
+                if child == 0:
+                    try:
+                        for _ in it:  # past what the parent received: another process's workers
+                            pass
+                    except RuntimeError as error:
+                        print("child:", error, flush=True)
+                    sys.exit(0)  # a normal exit: atexit hooks and finalizers run
+                os.waitpid(child, 0)
+                rest = [int(e[0]) for e in it]
+                print("parent:", head + rest == list(range(600)), flush=True)
+            """,
+        ),
     )
     assert "child: These worker processes belong to process" in out
     assert "parent: True" in out
 
 
-def test_a_tiny_full_dev_shm_does_not_stop_large_elements(tmp_path: Path) -> None:
+@pytest.mark.parametrize("face", FACES)
+def test_a_tiny_full_dev_shm_does_not_stop_large_elements(face: str, tmp_path: Path) -> None:
     # Docker gives containers 64 MiB of /dev/shm; here 1 MiB, already full, in
     # a mount namespace of its own, for 16 MiB elements.
     mount = "mount -t tmpfs -o size=1m tmpfs /dev/shm && head -c 1048576 /dev/zero > /dev/shm/full"
     out = run_script(
         tmp_path,
-        """
-        import os
-        import numpy as np
-        import grainfn as grain
+        script_for(
+            face,
+            """
+            import os
 
-        def large(x):
-            return np.full(2 << 20, x, np.float64)
-
-        if __name__ == "__main__":
-            shm = os.statvfs("/dev/shm")
-            print("dev/shm free bytes:", shm.f_bavail * shm.f_frsize, flush=True)
-            ds = grain.MapDataset.range(10).map(large).to_iter_dataset()
-            ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
-            values = [int(e[0]) for e in ds if e.shape == (2 << 20,) and e[-1] == e[0]]
-            print("values:", values, flush=True)
-        """,
+            if __name__ == "__main__":
+                shm = os.statvfs("/dev/shm")
+                print("dev/shm free bytes:", shm.f_bavail * shm.f_frsize, flush=True)
+                values = [int(e[0]) for e in make(10) if e.shape == (2 << 20,) and e[-1] == e[0]]
+                print("values:", values, flush=True)
+            """,
+        ),
         prefix=["unshare", "--mount", "sh", "-c", f'{mount} && exec "$0" "$@"'],
     )
     assert "dev/shm free bytes: 0" in out
     assert f"values: {list(range(10))}" in out
 
 
-def limit_file_size(index: int, count: int) -> None:
+def large_in_small_files(x: int) -> np.ndarray:
+    """`large`, in a worker whose files may not pass 1 MiB: memory files that large fail (EFBIG)."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MIB, MIB))  # memory files over 1 MiB: EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MIB, MIB))
+    return large(x)
 
 
 def mapped_memory_files() -> int:
@@ -228,15 +273,14 @@ def mapped_memory_files() -> int:
         return sum("memfd:grainfn-block" in line for line in maps)
 
 
-def test_a_refused_memory_file_sends_the_arrays_through_the_pipe() -> None:
-    ds = grain.MapDataset.range(6).map(large).to_iter_dataset()
-    options = grain.MultiprocessingOptions(num_workers=2)
-    with iter(ds.mp_prefetch(options, worker_init_fn=limit_file_size)) as it:
+@pytest.mark.parametrize("face", FACES)
+def test_a_refused_memory_file_sends_the_arrays_through_the_pipe(face: str) -> None:
+    with iter(two_workers(face, 6, large_in_small_files)) as it:
         elements = list(it)
         assert mapped_memory_files() == 0  # in the pickles, not in memory files
     assert_large(elements, 6)
     elements[0][0] = -1.0  # writable all the same
-    with iter(ds.mp_prefetch(options)) as it:
+    with iter(two_workers(face, 6, large)) as it:
         elements = list(it)
         assert mapped_memory_files() > 0  # without the limit, in memory files
     del elements  # their mappings hold the memory files
@@ -260,16 +304,37 @@ class HoldAt:
         return x
 
 
+class NotMultipleOf3(grain.transforms.Filter):
+    def filter(self, element: Any) -> bool:
+        return int(element) % 3 != 0
+
+
+def held(face: str, release: str, stream_stages: bool) -> Any:
+    """200 numbers, number 40 held by its worker until `release` exists."""
+    if face == "mp_prefetch":
+        ds = grain.MapDataset.range(200).map(HoldAt(40, release)).to_iter_dataset()
+        if stream_stages:
+            ds = ds.filter(lambda x: x % 3 != 0).batch(2)
+        return ds.mp_prefetch(TWO_WORKERS)
+    operations: list[Any] = [MapOf(HoldAt(40, release))]
+    if stream_stages:
+        operations += [NotMultipleOf3(), grain.transforms.Batch(2)]
+    return grain.DataLoader(
+        data_source=list(range(200)),
+        sampler=grain.SequentialSampler(200),
+        operations=operations,
+        worker_count=2,
+    )
+
+
 @pytest.mark.parametrize("stream_stages", [False, True])
+@pytest.mark.parametrize("face", FACES)
 def test_ctrl_c_while_waiting_for_a_worker_loses_nothing(
-    stream_stages: bool, tmp_path: Path
+    face: str, stream_stages: bool, tmp_path: Path
 ) -> None:
     release = str(tmp_path / "release")
-    ds = grain.MapDataset.range(200).map(HoldAt(40, release)).to_iter_dataset()
-    if stream_stages:
-        ds = ds.filter(lambda x: x % 3 != 0).batch(2)
     Path(release).touch()
-    expected = [np.asarray(e).tolist() for e in ds]
+    expected = [np.asarray(e).tolist() for e in held(face, release, stream_stages)]
     Path(release).unlink()
 
     def interrupt_then_release() -> None:
@@ -277,7 +342,7 @@ def test_ctrl_c_while_waiting_for_a_worker_loses_nothing(
         os.kill(os.getpid(), signal.SIGINT)
         Path(release).touch()
 
-    it = iter(ds.mp_prefetch(TWO_WORKERS))
+    it = iter(held(face, release, stream_stages))
     thread = threading.Thread(target=interrupt_then_release)
     thread.start()
     try:
