@@ -118,10 +118,7 @@ class WorkerPool:
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
         self._check_owner()
-        global _swept_by
-        if _swept_by != os.getpid():  # once per process: what older versions left
-            _swept_by = os.getpid()
-            sweep_dead_segments()
+        _sweep_once_per_process()
         self._context = start_context()
         try:
             self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
@@ -133,8 +130,14 @@ class WorkerPool:
         self._expected = [collections.deque() for _ in range(self.num_workers)]
         self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
         _pools.add(self)
-        for index in range(self.num_workers):
-            self.workers.append(self._start_worker(index))
+        try:
+            for index in range(self.num_workers):
+                self.workers.append(self._start_worker(index))
+        except BaseException:  # stop those that started; the next read tries again
+            self._finalizer()
+            self.workers.clear()
+            self._finalizer = None
+            raise
 
     def submit(self, leaf: int, first: int, stop: int) -> PoolTask:
         """Sends positions `[first, stop)` of leaf `leaf` to the next worker in turn."""
@@ -318,7 +321,15 @@ class WorkerPool:
 
 
 _pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
-_swept_by = 0  # the process that swept /dev/shm (see transfer.sweep_dead_segments)
+_swept_by = 0  # the process that swept /dev/shm
+
+
+def _sweep_once_per_process() -> None:
+    """Removes what older grainfn versions left in /dev/shm (see `sweep_dead_segments`)."""
+    global _swept_by
+    if _swept_by != os.getpid():
+        _swept_by = os.getpid()
+        sweep_dead_segments()
 
 
 def _forget_parents_workers() -> None:
