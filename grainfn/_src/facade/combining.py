@@ -157,17 +157,15 @@ class RebatchIterDataset(IterDataset[Any]):
 
 
 def dataset_core(element: Any) -> Any:
-    """The core value of one element of a MapDataset of datasets (None stays None)."""
-    if isinstance(element, IterDataset):
-        return element.core
-    if isinstance(element, MapDataset):
-        return element.to_iter_dataset().core
+    """The core stream of one element of a MapDataset of datasets (None stays None)."""
     if element is None:
         return None
-    raise TypeError(
-        f"InterleaveIterDataset needs a MapDataset whose elements are MapDatasets or "
-        f"IterDatasets, got an element {element!r} of type {type(element).__name__}."
-    )
+    if not isinstance(element, (MapDataset, IterDataset)):
+        raise TypeError(
+            f"InterleaveIterDataset needs a MapDataset whose elements are MapDatasets or "
+            f"IterDatasets, got an element {element!r} of type {type(element).__name__}."
+        )
+    return stream_core(element, "InterleaveIterDataset")
 
 
 def _parents(parents: Any, what: str, allow_empty: bool = False) -> Sequence[Any]:

@@ -19,7 +19,7 @@ from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import FlatMap, apply_transformations, as_function
 from grainfn._src.sources import ObjectDataset
-from grainfn._src.stream import FromDatasetStream, Stream
+from grainfn._src.stream import Stream
 
 T = TypeVar("T")
 _S = TypeVar("_S", bound="_Stages[Any]")
@@ -202,12 +202,8 @@ class MapDataset(_Stages[T]):
         options = ReadOptions() if read_options is None else read_options
         if not isinstance(options, ReadOptions):
             raise TypeError(f"read_options must be a grainfn.ReadOptions, got {options!r}.")
-        threads = options.num_threads if options.prefetch_buffer_size else 0
         stream = fn.from_dataset(
-            self.core,
-            allow_nones=allow_nones,
-            threads=threads,
-            buffer=max(1, options.prefetch_buffer_size),
+            self.core, allow_nones=allow_nones, threads=options.threads, buffer=options.buffer
         )
         return _wrap_iter(stream)
 
@@ -271,9 +267,12 @@ class IterDataset(_Stages[T]):
         MapDataset component is read with `to_iter_dataset()`.
         """
         if isinstance(datasets, Mapping):
-            streams: Any = {name: _stream_of(ds) for name, ds in datasets.items()}
+            streams: Any = {
+                name: stream_core(ds, "IterDataset.mix") for name, ds in datasets.items()
+            }
         else:
-            streams = [_stream_of(ds) for ds in _sequence(datasets, "IterDataset.mix")]
+            sequence = _sequence(datasets, "IterDataset.mix")
+            streams = [stream_core(ds, "IterDataset.mix") for ds in sequence]
         return _wrap_iter(fn.mix(streams, weights))
 
     def _rewrap(self, value: Any) -> Any:
@@ -390,17 +389,6 @@ def stream_core(ds: Any, what: str) -> Stream[Any]:
 
 def _cores(datasets: Any, what: str) -> tuple[Dataset[Any], ...]:
     return tuple(map_core(ds, what) for ds in _sequence(datasets, what))
-
-
-def _stream_of(ds: Any) -> Stream[Any]:
-    if isinstance(ds, IterDataset):
-        return ds.core
-    if isinstance(ds, MapDataset):
-        return FromDatasetStream(ds.core)
-    raise TypeError(
-        f"IterDataset.mix takes IterDatasets or MapDatasets, got {ds!r} of type "
-        f"{type(ds).__name__}."
-    )
 
 
 def _sequence(datasets: Any, what: str) -> Sequence[Any]:

@@ -11,9 +11,40 @@ from grainfn._src.reading import StateCodec
 from grainfn._src.stream import Stream, StreamIterator
 
 T = TypeVar("T")
+It = TypeVar("It", bound="CheckpointableIterator[Any]")
 
 
-class DatasetIterator(Iterator[T]):
+class CheckpointableIterator(Iterator[T]):
+    """What the Grain API's iterators share: Orbax v1 save and load, `close`, `with` blocks."""
+
+    def get_state(self) -> Any:
+        """The position after the last element returned (JSON-able)."""
+        raise NotImplementedError
+
+    def set_state(self, state: Any) -> None:
+        """Continues from a state `get_state` returned."""
+        raise NotImplementedError
+
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable save: takes the state now, returns the background write."""
+        return background.save(self, directory)
+
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable load: returns the background read that sets the state."""
+        return background.load(self, directory)
+
+    def close(self) -> None:
+        """Releases threads and processes; `next` then raises ValueError."""
+        raise NotImplementedError
+
+    def __enter__(self: It) -> It:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class DatasetIterator(CheckpointableIterator[T]):
     """A checkpointable iterator over an IterDataset: Grain's `DatasetIterator`.
 
     `get_state()` returns a small JSON-able dict (positions and counters, never
@@ -92,14 +123,6 @@ class DatasetIterator(Iterator[T]):
         self._core.close()
         self._attach(StreamIterator(self._core.stream, record))
 
-    async def save(self, directory: Any) -> Awaitable[None]:
-        """Orbax v1's checkpointable save: takes the state now, returns the background write."""
-        return background.save(self, directory)
-
-    async def load(self, directory: Any) -> Awaitable[None]:
-        """Orbax v1's checkpointable load: returns the background read that sets the state."""
-        return background.load(self, directory)
-
     def start_prefetch(self) -> None:
         """Starts the background reads now, for example before restoring a model."""
         self._core.start_prefetch()
@@ -108,12 +131,6 @@ class DatasetIterator(Iterator[T]):
         """Releases threads (and, with workers, processes); `next` then raises ValueError."""
         self._core.close()
         self._next = self._core.next_element
-
-    def __enter__(self) -> DatasetIterator[T]:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         lines = "\n".join("  " + line for line in self._codec.pipeline)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from grainfn._src import validate
-from grainfn._src.checkpoint import background
-from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import Batch
 from grainfn._src.loader.pipeline import OPERATIONS, check_operation, loader_stream
@@ -109,8 +108,8 @@ class DataLoader:
             self._shard_options,
             worker_count=self._multiprocessing_options.num_workers,
             worker_buffer_size=self._multiprocessing_options.per_worker_buffer_size,
-            read_threads=options.num_threads if options.prefetch_buffer_size else 0,
-            read_buffer=options.prefetch_buffer_size,
+            read_threads=options.threads,
+            read_buffer=options.buffer,
             worker_init_fn=worker_init_fn,
         )
 
@@ -129,7 +128,7 @@ class DataLoader:
         )
 
 
-class DataLoaderIterator(Iterator[Any]):
+class DataLoaderIterator(CheckpointableIterator[Any]):
     """An iterator over a DataLoader, whose state is JSON bytes: Grain's DataLoaderIterator.
 
     The state names the pipeline, the sampler and the source; `set_state`
@@ -207,14 +206,6 @@ class DataLoaderIterator(Iterator[Any]):
             }
         )
 
-    async def save(self, directory: Any) -> Awaitable[None]:
-        """Orbax v1's checkpointable save: takes the state now, returns the background write."""
-        return background.save(self, directory)
-
-    async def load(self, directory: Any) -> Awaitable[None]:
-        """Orbax v1's checkpointable load: returns the background read that sets the state."""
-        return background.load(self, directory)
-
     def start_prefetch(self) -> None:
         """Starts the background reads (and worker processes) now."""
         self._iterator.start_prefetch()
@@ -222,12 +213,6 @@ class DataLoaderIterator(Iterator[Any]):
     def close(self) -> None:
         """Stops the worker processes and threads; `next` then raises ValueError."""
         self._iterator.close()
-
-    def __enter__(self) -> DataLoaderIterator:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"DataLoaderIterator(state={self.get_state().decode()})"

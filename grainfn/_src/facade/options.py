@@ -37,6 +37,16 @@ class ReadOptions:
             self.prefetch_buffer_size, "ReadOptions.prefetch_buffer_size"
         )
 
+    @property
+    def threads(self) -> int:
+        """The threads a reader may start (`fn.from_dataset`): none if nothing may be read ahead."""
+        return self.num_threads if self.prefetch_buffer_size else 0
+
+    @property
+    def buffer(self) -> int:
+        """The positions a reader may read ahead (`fn.from_dataset`), at least one."""
+        return max(1, self.prefetch_buffer_size)
+
 
 @dataclasses.dataclass(frozen=True)
 class MultiprocessingOptions:

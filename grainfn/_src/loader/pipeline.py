@@ -53,7 +53,7 @@ def loader_stream(
     def to_stream(data: Any) -> Stream[Any]:
         if isinstance(data, Stream):
             return data
-        return positions.from_dataset(data, threads=read_threads, buffer=max(1, read_buffer))
+        return positions.from_dataset(data, threads=read_threads, buffer=read_buffer)
 
     data: Dataset[Any] | Stream[Any] = sampled(source, sampler, shard)
     for operation in operations:
