@@ -172,3 +172,35 @@ def test_a_worker_killed_from_outside_loses_nothing(face: str) -> None:
     assert [b.tolist() for b in [first, *run.elements]] == expected
     it.close()
     assert_nothing_left()
+
+
+def built_only_in(pid: int) -> int:
+    if os.getpid() != pid:
+        raise ValueError(f"this element can only be built in process {pid}")
+    return pid
+
+
+class OnlyInItsWorker:
+    """Pickles in the worker that made it; unpickling it anywhere else fails."""
+
+    def __reduce__(self) -> Any:
+        return built_only_in, (os.getpid(),)
+
+
+def unpicklable_at_150(x: int) -> Any:
+    return OnlyInItsWorker() if x == 150 else x
+
+
+def test_a_block_that_does_not_unpickle_here_is_an_error_at_its_first_position() -> None:
+    ds = grain.MapDataset.range(N).map(unpicklable_at_150).to_iter_dataset()
+    it = iter(ds.mp_prefetch(TWO_WORKERS))
+    run = read_through(it, max_errors=2, catch=(ValueError,))
+    assert len(run.errors) == 2
+    notes = "\n".join(run.errors[0].__notes__)
+    assert "Raised unpickling a block that grainfn worker" in notes
+    delivered = run.delivered_at_error[0]
+    assert run.delivered_at_error == [delivered, delivered] and delivered <= 150
+    assert run.elements == list(range(delivered))
+    assert run.states[0]["state"] == {"kind": "DatasetPosition", "position": delivered}
+    it.close()
+    assert_nothing_left()

@@ -68,7 +68,7 @@ class _Worker:
     def __init__(self, process: Any, channel: Channel) -> None:
         self.process, self.channel = process, channel
         self.ready = False  # it loaded the pipeline and ran worker_init_fn
-        self.abandoned = False  # killed by the parent after Ctrl-C cut its answer short
+        self.abandoned = False  # killed by the parent, its answers cut short (see _receive)
 
 
 class WorkerPool:
@@ -216,15 +216,17 @@ class WorkerPool:
             if connection in ready:  # what it sent before it died, if it died
                 with contextlib.suppress(EOFError, OSError):
                     message, descriptor = worker.channel.receive()
-            if message is None:
-                self._replace(index)
-            else:
+            if message is not None:
                 self._take(index, message, descriptor)
-        except BaseException as error:
-            if not isinstance(error, Exception):  # Ctrl-C halfway: its answers are lost
-                worker.abandoned = True
-                worker.process.kill()  # found dead and replaced at the next wait for it
+        except BaseException:
+            # Ctrl-C halfway through an answer, a descriptor the parent had no room
+            # for, or a worker that could not start: its answers are lost or cut, so
+            # it is killed, and replaced at the next wait for it.
+            worker.abandoned = True
+            worker.process.kill()
             raise
+        if message is None:
+            self._replace(index)
 
     def _take(self, index: int, message: Any, descriptor: int | None) -> None:
         """Files a message of worker `index`."""
@@ -236,13 +238,13 @@ class WorkerPool:
         task, last, data, sizes, error, seconds = message
         expected = self._expected[index][0]
         assert task == expected, f"worker {index} answered task {task}, expected {expected}"
+        block: list[Any] = []
+        failure: Exception | None = None
         if task in self._cancelled:
             if descriptor is not None:
                 os.close(descriptor)  # nobody will read it: no need to map it
-            block, failure = [], None
         else:
-            block = decode(data, descriptor, sizes)
-            failure = None
+            block, failure = _decoded(data, descriptor, sizes, index)
             if error is not None:
                 failure = rebuild_error(error[0], error[1], f"grainfn worker {index}")
         if task in self._one_by_one:
@@ -275,7 +277,7 @@ class WorkerPool:
         for task in lost:
             if task in self._cancelled:
                 self._forget(task)
-            elif dead.abandoned:  # not a death: killed after Ctrl-C cut an answer short
+            elif dead.abandoned:  # not a death: the parent killed it (see _receive)
                 self._one_by_one.pop(task, None)
                 self._first_deaths.pop(task, None)
                 self._send(task)
@@ -353,6 +355,20 @@ _NOT_THEIRS = (
     " A new worker read those positions again one at a time without dying, so they did not "
     "cause it. Nothing was lost: the next read starts again at the first of them."
 )
+
+
+def _decoded(
+    data: bytes, descriptor: int | None, sizes: list[int], index: int
+) -> tuple[list[Any], Exception | None]:
+    """A block as sent, or none and the error that unpickling it raised."""
+    try:
+        return decode(data, descriptor, sizes), None
+    except Exception as error:
+        error.add_note(
+            f"Raised unpickling a block that grainfn worker {index} sent: its elements must "
+            "unpickle in this process (their classes importable here)."
+        )
+        return [], error
 
 
 def _how_it_died(process: Any) -> str:
