@@ -32,6 +32,7 @@ import pickle
 import re
 import socket
 import stat
+import sys
 from collections.abc import Sequence
 from multiprocessing import reduction
 from multiprocessing.connection import Connection
@@ -46,6 +47,10 @@ MEMORY_FILE_NAME = "grainfn-block"
 HAS_MEMORY_FILES = hasattr(os, "memfd_create")
 
 _WRITE_CHUNK = 1 << 30  # os.write takes at most about 2 GiB at once
+
+# Before Python 3.13 a mapping keeps a duplicate of its file's descriptor for
+# as long as it lives, so every block whose arrays are alive holds one.
+_UNTRACKED: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 13) else {}
 
 
 class Encoded:
@@ -103,7 +108,7 @@ def decode(data: bytes, descriptor: int | None, sizes: Sequence[int]) -> list[An
     if descriptor is None:
         return pickle.loads(data)
     try:
-        mapping = mmap.mmap(descriptor, max(1, sum(sizes)))
+        mapping = mmap.mmap(descriptor, max(1, sum(sizes)), **_UNTRACKED)
     finally:
         os.close(descriptor)
     whole = memoryview(mapping)
