@@ -29,7 +29,7 @@ from grainfn._src.parallel.transfer import sweep_dead_segments
 from grainfn.testing import assert_elements_equal
 
 from faults.faulty import Fault, FaultError
-from faults.harness import read_through
+from faults.harness import payload, read_through, reference_states
 from leaks import assert_nothing_left, memory_files_anywhere, segments, workers
 
 MIB = 1 << 20
@@ -136,6 +136,9 @@ def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothi
     assert run.errors, "no kill landed while reading"
     assert all("killed by signal 9" in str(error) for error in run.errors)
     assert_large(run.elements, count)
+    states = reference_states(lambda: two_workers(face, count, large))
+    for state, delivered in zip(run.states, run.delivered_at_error):
+        assert payload(state) == payload(states[delivered])
     del run
     it.close()
     assert_nothing_left()
