@@ -51,7 +51,3 @@ class Fault:
             except FileExistsError:
                 continue
         return False
-
-    @property
-    def __name__(self) -> str:  # a stable name in pipeline descriptions
-        return "fault"
