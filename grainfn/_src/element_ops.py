@@ -127,13 +127,16 @@ class FilteredDataset(OneParent):
         element = self.parent._get(index)
         if element is None:
             return None
-        where = f"position {index}"
         try:
             verdict = self.predicate(element)
         except Exception as error:
-            validate.note_user_error(error, self.describe_stage(), where)
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
             raise
-        return element if validate.truth(verdict, self.describe_stage(), where) else None
+        try:
+            return element if verdict else None
+        except (ValueError, TypeError) as error:
+            where = f"position {index}"
+            raise validate.ambiguous_verdict(verdict, self.describe_stage(), where) from error
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         keep = self.predicate

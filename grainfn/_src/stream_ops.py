@@ -114,7 +114,7 @@ class _MapCursor(BaseCursor):
         try:
             return [None if e is None else fn(e) for e in elements]
         except Exception as error:
-            where = f"one of {len(elements)} {_element_before(self.parent)[4:]}"
+            where = f"one of the {len(elements)} stream elements up to {_state_of(self.parent)}"
             validate.note_user_error(error, self.stage, where)
             raise
 
@@ -225,18 +225,17 @@ class _FilterCursor(BaseCursor):
             element = parent.next()
             if element is None:
                 return element
-            verdict: Any = _UNSET
             try:
                 verdict = keep(element)
+            except Exception as error:
+                validate.note_user_error(error, self.stage, _element_before(parent))
+                raise
+            try:
                 if verdict:
                     return element
-            except Exception as error:
+            except (ValueError, TypeError) as error:
                 where = _element_before(parent)
-                if verdict is _UNSET:
-                    validate.note_user_error(error, self.stage, where)
-                    raise
-                validate.truth(verdict, self.stage, where)  # raises its clear TypeError
-                raise
+                raise validate.ambiguous_verdict(verdict, self.stage, where) from error
 
     def state(self) -> Any:
         return self.parent.state()
@@ -439,9 +438,10 @@ class _MixCursor(BaseCursor):
         return tuple(self.cursors)
 
 
-_UNSET = object()
-
-
 def _element_before(cursor: Cursor) -> str:
     """Where a cursor's last element was, for an error note: the state it ended at."""
-    return f"the stream element that ends at state {cursor.state()}"
+    return f"the stream element that ends at {_state_of(cursor)}"
+
+
+def _state_of(cursor: Cursor) -> str:
+    return f"state {cursor.state()}"

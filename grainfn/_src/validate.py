@@ -168,25 +168,22 @@ def note_user_error(error: BaseException, stage: str, where: str) -> None:
     error.add_note(f"Raised by the function of {stage}, reading {where}.")
 
 
-def truth(verdict: Any, stage: str, where: str) -> bool:
-    """`bool(verdict)` of a filter predicate; a clear TypeError where it has none (an array).
+def ambiguous_verdict(verdict: Any, stage: str, where: str) -> TypeError:
+    """The error for a filter predicate's result that `bool()` refuses (an array).
 
     Examples:
         >>> import numpy as np
-        >>> truth(np.array([True, False]), "filter(keep)", "position 3")
+        >>> raise ambiguous_verdict(np.array([True, False]), "filter(keep)", "position 3")
         Traceback (most recent call last):
         ...
         TypeError: The predicate of filter(keep) must return a bool; reading position 3 it
         returned an array of shape (2,), whose truth value is ambiguous. Reduce it to one
         bool, with .any() or .all() for example.
     """
-    try:
-        return bool(verdict)
-    except (ValueError, TypeError) as error:
-        shape = getattr(verdict, "shape", None)
-        what = f"an array of shape {shape}" if shape is not None else repr(verdict)
-        raise TypeError(
-            f"The predicate of {stage} must return a bool; reading {where} it returned {what}, "
-            "whose truth value is ambiguous. Reduce it to one bool, with .any() or .all() "
-            "for example."
-        ) from error
+    shape = getattr(verdict, "shape", None)
+    what = f"an array of shape {shape}" if shape is not None else repr(verdict)
+    return TypeError(
+        f"The predicate of {stage} must return a bool; reading {where} it returned {what}, "
+        "whose truth value is ambiguous. Reduce it to one bool, with .any() or .all() "
+        "for example."
+    )

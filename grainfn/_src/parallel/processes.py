@@ -71,6 +71,14 @@ class _Worker:
         self.abandoned = False  # killed by the parent, its answers cut short (see _receive)
 
 
+class _Retry:
+    """A task re-sent one position at a time after its worker died: how, and what came back."""
+
+    def __init__(self, first_death: str) -> None:
+        self.first_death = first_death
+        self.parts: list[Any] = []
+
+
 class WorkerPool:
     """`num_workers` processes reading blocks of the `leaves` datasets.
 
@@ -102,8 +110,7 @@ class WorkerPool:
         self._expected: list[collections.deque[int]] = []  # per worker, tasks in order
         self._done: dict[int, Result] = {}
         self._cancelled: set[int] = set()
-        self._one_by_one: dict[int, list[Any]] = {}  # tasks re-sent a position at a time
-        self._first_deaths: dict[int, str] = {}  # how the worker died the first time
+        self._retries: dict[int, _Retry] = {}  # tasks re-sent a position at a time
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
@@ -247,12 +254,12 @@ class WorkerPool:
             block, failure = _decoded(data, descriptor, sizes, index)
             if error is not None:
                 failure = rebuild_error(error[0], error[1], f"grainfn worker {index}")
-        if task in self._one_by_one:
-            parts = self._one_by_one[task]
-            parts.extend(block)
-            block = parts
+        retry = self._retries.get(task)
+        if retry is not None:
+            retry.parts.extend(block)
+            block = retry.parts
             if last and failure is None:  # read again without dying: the death was not theirs
-                block, failure = [], WorkerError(self._first_deaths[task] + _NOT_THEIRS)
+                block, failure = [], WorkerError(retry.first_death + _NOT_THEIRS)
         if not last:
             return
         self._expected[index].popleft()
@@ -263,8 +270,7 @@ class WorkerPool:
     def _forget(self, task: int) -> None:
         del self._tasks[task]
         self._cancelled.discard(task)
-        self._one_by_one.pop(task, None)
-        self._first_deaths.pop(task, None)
+        self._retries.pop(task, None)
 
     def _replace(self, index: int) -> None:
         """Starts a new worker in place of dead worker `index` and resends what it held."""
@@ -278,8 +284,7 @@ class WorkerPool:
             if task in self._cancelled:
                 self._forget(task)
             elif dead.abandoned:  # not a death: the parent killed it (see _receive)
-                self._one_by_one.pop(task, None)
-                self._first_deaths.pop(task, None)
+                self._retries.pop(task, None)
                 self._send(task)
             elif task != lost[0]:
                 self._send(task)
@@ -297,19 +302,19 @@ class WorkerPool:
             )
             self._forget(task)
             self._done[task] = ([], error, 0.0)
-        elif task not in self._one_by_one:
-            self._first_deaths[task] = (
+        elif task not in self._retries:
+            first_death = (
                 f"grainfn worker {index} (pid {pid}) {how} while reading positions "
                 f"[{first}, {stop}){where}."
             )
-            self._one_by_one[task] = []
+            self._retries[task] = _Retry(first_death)
             self._send(task, one_by_one=True)
         else:  # it died again, reading one position at a time: that position kills workers
-            parts = self._one_by_one[task]
-            culprit = first + len(parts)
+            retry = self._retries[task]
+            parts, culprit = retry.parts, first + len(retry.parts)
             error = WorkerError(
                 f"Reading position {culprit}{where} kills grainfn workers. "
-                f"{self._first_deaths[task]} A new worker (pid {pid}) read them again one at a "
+                f"{retry.first_death} A new worker (pid {pid}) read them again one at a "
                 f"time and {how} at position {culprit}. The positions before it were delivered; "
                 f"the next read tries position {culprit} again. Look in the pipeline's functions "
                 "at that position for a crash in native code, os._exit or sys.exit, or an "

@@ -131,9 +131,6 @@ class Channel:
         self.connection = connection
         self._socket: socket.socket | None = None
 
-    def fileno(self) -> int:
-        return self.connection.fileno()
-
     def send(self, message: Any, descriptor: int | None = None) -> None:
         self.connection.send((message, descriptor is not None))
         if descriptor is not None:
