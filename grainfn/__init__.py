@@ -14,108 +14,58 @@ Two faces over one core:
 [[3, 5, 6, 7], [0, 1, 2, 4]]
 """
 
+# Each public name is imported once, in the `name as name` form; those under
+# TYPE_CHECKING, and the submodules below, are imported on first use (see
+# grainfn._src.lazy).
 from typing import TYPE_CHECKING
 
-from grainfn import fn, samplers, sharding, sources, transforms
-from grainfn._src.array_record.source import ArrayRecordDataSource
-from grainfn._src.dataset import Dataset
-from grainfn._src.facade.config import config
-from grainfn._src.facade.datasets import IterDataset, MapDataset
-from grainfn._src.facade.iterator import DatasetIterator
-from grainfn._src.facade.loader import DataLoader, DataLoaderIterator, load
-from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
-from grainfn._src.facade.transforms import Batch
-from grainfn._src.facade.transforms import Filter as FilterTransform
-from grainfn._src.facade.transforms import Map as MapTransform
-from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
+from grainfn import fn as fn
+from grainfn import samplers as samplers
+from grainfn import sharding as sharding
+from grainfn import sources as sources
+from grainfn import transforms as transforms
+from grainfn._src.core.dataset import Dataset as Dataset
+from grainfn._src.facade.config import config as config
+from grainfn._src.facade.datasets import IterDataset as IterDataset
+from grainfn._src.facade.datasets import MapDataset as MapDataset
+from grainfn._src.facade.iterator import DatasetIterator as DatasetIterator
+from grainfn._src.facade.loader import DataLoader as DataLoader
+from grainfn._src.facade.loader import DataLoaderIterator as DataLoaderIterator
+from grainfn._src.facade.loader import load as load
+from grainfn._src.facade.options import MultiprocessingOptions as MultiprocessingOptions
+from grainfn._src.facade.options import ReadOptions as ReadOptions
+from grainfn._src.facade.transforms import Batch as Batch
+from grainfn._src.facade.transforms import FilterTransform as FilterTransform
+from grainfn._src.facade.transforms import MapTransform as MapTransform
+from grainfn._src.facade.transforms import RandomMapTransform as RandomMapTransform
+from grainfn._src.formats.array_record.source import ArrayRecordDataSource as ArrayRecordDataSource
 from grainfn._src.lazy import lazy_attributes
-from grainfn._src.loader.records import Record, RecordMetadata
-from grainfn._src.loader.samplers import IndexSampler, SequentialSampler
-from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
-from grainfn._src.parallel.processes import WorkerError
-from grainfn._src.sources import RandomAccessDataSource
-
-__all__ = [
-    "ArrayRecordDataSource",
-    "Batch",
-    "DataLoader",
-    "DataLoaderIterator",
-    "Dataset",
-    "DatasetIterator",
-    "FilterTransform",
-    "IndexSampler",
-    "IterDataset",
-    "MapDataset",
-    "MapTransform",
-    "MultiprocessingOptions",
-    "NoSharding",
-    "RandomAccessDataSource",
-    "RandomMapTransform",
-    "ReadOptions",
-    "Record",
-    "RecordMetadata",
-    "SequentialSampler",
-    "ShardByJaxProcess",
-    "ShardOptions",
-    "StageStats",
-    "Trace",
-    "TraceStep",
-    "WorkerError",
-    "checkpoint",
-    "config",
-    "describe",
-    "describe_text",
-    "draw",
-    "save_pipeline",
-    "experimental",
-    "fn",
-    "load",
-    "python",
-    "samplers",
-    "sharding",
-    "sources",
-    "stage_stats",
-    "to_dot",
-    "trace",
-    "transforms",
-]
-__version__ = "0.1.0"
-
+from grainfn._src.loader.records import Record as Record
+from grainfn._src.loader.records import RecordMetadata as RecordMetadata
+from grainfn._src.loader.samplers import IndexSampler as IndexSampler
+from grainfn._src.loader.samplers import SequentialSampler as SequentialSampler
+from grainfn._src.loader.sharding import NoSharding as NoSharding
+from grainfn._src.loader.sharding import ShardByJaxProcess as ShardByJaxProcess
+from grainfn._src.loader.sharding import ShardOptions as ShardOptions
+from grainfn._src.parallel.processes import WorkerError as WorkerError
+from grainfn._src.stages.sources import RandomAccessDataSource as RandomAccessDataSource
 
 if TYPE_CHECKING:
-    from grainfn import checkpoint, experimental, python
-    from grainfn._src.facade.inspection import (
-        describe,
-        describe_text,
-        draw,
-        save_pipeline,
-        stage_stats,
-        to_dot,
-        trace,
-    )
-    from grainfn._src.inspect.stats import StageStats
-    from grainfn._src.inspect.trace import Trace, TraceStep
+    from grainfn._src.facade.inspection import describe as describe
+    from grainfn._src.facade.inspection import describe_text as describe_text
+    from grainfn._src.facade.inspection import draw as draw
+    from grainfn._src.facade.inspection import save_pipeline as save_pipeline
+    from grainfn._src.facade.inspection import stage_stats as stage_stats
+    from grainfn._src.facade.inspection import to_dot as to_dot
+    from grainfn._src.facade.inspection import trace as trace
+    from grainfn._src.inspect.stats import StageStats as StageStats
+    from grainfn._src.inspect.trace import Trace as Trace
+    from grainfn._src.inspect.trace import TraceStep as TraceStep
 
-# Imported on first use: `grainfn.checkpoint` loads Orbax and JAX (about a
-# second); the others are parts most programs never touch.
-__getattr__, __dir__ = lazy_attributes(
-    __name__,
-    globals(),
-    submodules={name: f"grainfn.{name}" for name in ("checkpoint", "experimental", "python")},
-    attributes={
-        **dict.fromkeys(
-            [
-                "describe",
-                "describe_text",
-                "draw",
-                "save_pipeline",
-                "stage_stats",
-                "to_dot",
-                "trace",
-            ],
-            "grainfn._src.facade.inspection",
-        ),
-        "StageStats": "grainfn._src.inspect.stats",
-        **dict.fromkeys(["Trace", "TraceStep"], "grainfn._src.inspect.trace"),
-    },
+__version__ = "0.1.0"
+
+# `grainfn.checkpoint` loads Orbax and JAX (about a second); the other two are
+# parts of Grain's surface most programs never touch.
+__getattr__, __dir__, __all__ = lazy_attributes(
+    globals(), submodules=("checkpoint", "experimental", "python")
 )

@@ -1,57 +1,36 @@
 """Grain's `experimental` names that grainfn supports."""
 
-from grainfn._src.element_spec import (
-    ShapeDtypeStruct,
-    ShapeDtypeStructProtocol,
-    get_element_spec,
-)
-from grainfn._src.facade.combining import (
-    InterleaveIterDataset,
-    RebatchIterDataset,
-    WindowShuffleIterDataset,
-    ZipIterDataset,
-    ZipMapDataset,
-)
-from grainfn._src.facade.concat_then_split import BOSHandling, ConcatThenSplitIterDataset
-from grainfn._src.facade.experimental import (
-    FlatMapIterDataset,
-    FlatMapMapDataset,
-    LimitIterDataset,
-    RepeatIterDataset,
-    WindowShuffleMapDataset,
-    assert_equal_output_after_checkpoint,
-    index_shuffle,
-)
-from grainfn._src.facade.formats import ParquetIterDataset
-from grainfn._src.facade.packing import BestFitPackIterDataset, FirstFitPackIterDataset
-from grainfn._src.facade.transforms import FlatMap as FlatMapTransform
-from grainfn._src.facade.transforms import MapWithIndex as MapWithIndexTransform
-from grainfn._src.facade.transforms import apply_transformations
-from grainfn._src.padding import batch_and_pad
+from pathlib import Path
 
-__all__ = [
-    "BOSHandling",
-    "BestFitPackIterDataset",
-    "ConcatThenSplitIterDataset",
-    "FirstFitPackIterDataset",
-    "FlatMapIterDataset",
-    "FlatMapMapDataset",
-    "FlatMapTransform",
-    "InterleaveIterDataset",
-    "LimitIterDataset",
-    "MapWithIndexTransform",
-    "ParquetIterDataset",
-    "RebatchIterDataset",
-    "RepeatIterDataset",
-    "ShapeDtypeStruct",
-    "ShapeDtypeStructProtocol",
-    "WindowShuffleIterDataset",
-    "WindowShuffleMapDataset",
-    "ZipIterDataset",
-    "ZipMapDataset",
-    "apply_transformations",
-    "assert_equal_output_after_checkpoint",
-    "batch_and_pad",
-    "get_element_spec",
-    "index_shuffle",
-]
+# Each public name is imported once, in the `name as name` form (see grainfn._src.lazy).
+from grainfn._src.facade.combining import InterleaveIterDataset as InterleaveIterDataset
+from grainfn._src.facade.combining import RebatchIterDataset as RebatchIterDataset
+from grainfn._src.facade.combining import WindowShuffleIterDataset as WindowShuffleIterDataset
+from grainfn._src.facade.combining import ZipIterDataset as ZipIterDataset
+from grainfn._src.facade.combining import ZipMapDataset as ZipMapDataset
+from grainfn._src.facade.concat_then_split import BOSHandling as BOSHandling
+from grainfn._src.facade.concat_then_split import (
+    ConcatThenSplitIterDataset as ConcatThenSplitIterDataset,
+)
+from grainfn._src.facade.experimental import FlatMapIterDataset as FlatMapIterDataset
+from grainfn._src.facade.experimental import FlatMapMapDataset as FlatMapMapDataset
+from grainfn._src.facade.experimental import LimitIterDataset as LimitIterDataset
+from grainfn._src.facade.experimental import RepeatIterDataset as RepeatIterDataset
+from grainfn._src.facade.experimental import WindowShuffleMapDataset as WindowShuffleMapDataset
+from grainfn._src.facade.experimental import (
+    assert_equal_output_after_checkpoint as assert_equal_output_after_checkpoint,
+)
+from grainfn._src.facade.experimental import index_shuffle as index_shuffle
+from grainfn._src.facade.formats import ParquetIterDataset as ParquetIterDataset
+from grainfn._src.facade.packing import BestFitPackIterDataset as BestFitPackIterDataset
+from grainfn._src.facade.packing import FirstFitPackIterDataset as FirstFitPackIterDataset
+from grainfn._src.facade.transforms import FlatMapTransform as FlatMapTransform
+from grainfn._src.facade.transforms import MapWithIndexTransform as MapWithIndexTransform
+from grainfn._src.facade.transforms import apply_transformations as apply_transformations
+from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStruct
+from grainfn._src.inspect.element_spec import ShapeDtypeStructProtocol as ShapeDtypeStructProtocol
+from grainfn._src.inspect.element_spec import get_element_spec as get_element_spec
+from grainfn._src.lazy import reexports
+from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
+
+__all__ = reexports(Path(__file__).read_text())[0]

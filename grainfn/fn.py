@@ -17,140 +17,73 @@ is curried, so a pipeline reads as a `toolz.pipe`:
 True
 """
 
+# Each public name is imported once, in the `name as name` form; those under
+# TYPE_CHECKING are imported on first use (see grainfn._src.lazy).
 from typing import TYPE_CHECKING
 
-from grainfn._src.combinators import (
-    batch,
-    concatenate,
-    filter,
-    flat_map,
-    from_dataset,
-    interleave,
-    limit,
-    map,
-    map_with_index,
-    mix,
-    mp_prefetch,
-    random_map,
-    range,
-    rebatch,
-    repeat,
-    seed,
-    select_from_datasets,
-    shuffle,
-    slice,
-    source,
-    window_shuffle,
-    zip,
-)
-from grainfn._src.dataset import Dataset
-from grainfn._src.interleave import InterleaveSlot, InterleaveState
+from grainfn._src.core.dataset import Dataset as Dataset
+from grainfn._src.core.iterator import StreamIterator as StreamIterator
+from grainfn._src.core.reading import elements as elements
+from grainfn._src.core.reading import from_dataset as from_dataset
+from grainfn._src.core.reading import iterate as iterate
+from grainfn._src.core.state import DatasetPosition as DatasetPosition
+from grainfn._src.core.state import state_from_dict as state_from_dict
+from grainfn._src.core.state import state_to_dict as state_to_dict
+from grainfn._src.core.stream import END as END
+from grainfn._src.core.stream import Stream as Stream
 from grainfn._src.lazy import lazy_attributes
-from grainfn._src.reading import elements, iterate, state_from_dict, state_to_dict
-from grainfn._src.rebatch import RebatchState
-from grainfn._src.state import (
-    CountState,
-    DatasetPosition,
-    LimitState,
-    MixState,
-    RepeatState,
-    SplitState,
-)
-from grainfn._src.stream import END, Stream, StreamIterator
-from grainfn._src.window_shuffle_stream import WindowShuffleState
-from grainfn._src.zip import ZipState
+from grainfn._src.parallel.prefetch import mp_prefetch as mp_prefetch
+from grainfn._src.stages.batch import batch as batch
+from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
+from grainfn._src.stages.filter import filter as filter
+from grainfn._src.stages.flat_map import SplitState as SplitState
+from grainfn._src.stages.flat_map import flat_map as flat_map
+from grainfn._src.stages.interleave import InterleaveSlot as InterleaveSlot
+from grainfn._src.stages.interleave import InterleaveState as InterleaveState
+from grainfn._src.stages.interleave import interleave as interleave
+from grainfn._src.stages.limit import LimitState as LimitState
+from grainfn._src.stages.limit import limit as limit
+from grainfn._src.stages.map import CountState as CountState
+from grainfn._src.stages.map import map as map
+from grainfn._src.stages.map import map_with_index as map_with_index
+from grainfn._src.stages.map import random_map as random_map
+from grainfn._src.stages.mix import MixState as MixState
+from grainfn._src.stages.mix import concatenate as concatenate
+from grainfn._src.stages.mix import mix as mix
+from grainfn._src.stages.mix import select_from_datasets as select_from_datasets
+from grainfn._src.stages.rebatch import RebatchState as RebatchState
+from grainfn._src.stages.rebatch import rebatch as rebatch
+from grainfn._src.stages.repeat import RepeatState as RepeatState
+from grainfn._src.stages.repeat import repeat as repeat
+from grainfn._src.stages.seed import seed as seed
+from grainfn._src.stages.shuffle import shuffle as shuffle
+from grainfn._src.stages.slice import slice as slice
+from grainfn._src.stages.sources import range as range
+from grainfn._src.stages.sources import source as source
+from grainfn._src.stages.window_shuffle import WindowShuffleState as WindowShuffleState
+from grainfn._src.stages.window_shuffle import window_shuffle as window_shuffle
+from grainfn._src.stages.zip import ZipState as ZipState
+from grainfn._src.stages.zip import zip as zip
 
 if TYPE_CHECKING:
-    from grainfn._src.element_spec import element_spec
-    from grainfn._src.inspect.graph import draw, save_pipeline, to_dot
-    from grainfn._src.inspect.stats import StageStats, stage_stats
-    from grainfn._src.inspect.timing import timed
-    from grainfn._src.inspect.trace import Trace, TraceStep, trace
-    from grainfn._src.inspect.tree import describe, describe_text
-    from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
-    from grainfn._src.packing.concat_then_split import ConcatThenSplitState, concat_then_split
-    from grainfn._src.padding import batch_and_pad
-    from grainfn._src.parquet import ParquetPosition, parquet
+    from grainfn._src.formats.parquet import ParquetPosition as ParquetPosition
+    from grainfn._src.formats.parquet import parquet as parquet
+    from grainfn._src.inspect.element_spec import element_spec as element_spec
+    from grainfn._src.inspect.graph import draw as draw
+    from grainfn._src.inspect.graph import save_pipeline as save_pipeline
+    from grainfn._src.inspect.graph import to_dot as to_dot
+    from grainfn._src.inspect.stats import StageStats as StageStats
+    from grainfn._src.inspect.stats import stage_stats as stage_stats
+    from grainfn._src.inspect.timing import timed as timed
+    from grainfn._src.inspect.trace import Trace as Trace
+    from grainfn._src.inspect.trace import TraceStep as TraceStep
+    from grainfn._src.inspect.trace import trace as trace
+    from grainfn._src.inspect.tree import describe as describe
+    from grainfn._src.inspect.tree import describe_text as describe_text
+    from grainfn._src.packing import PackState as PackState
+    from grainfn._src.packing import best_fit_pack as best_fit_pack
+    from grainfn._src.packing import first_fit_pack as first_fit_pack
+    from grainfn._src.packing.concat_then_split import ConcatThenSplitState as ConcatThenSplitState
+    from grainfn._src.packing.concat_then_split import concat_then_split as concat_then_split
 
-__getattr__, __dir__ = lazy_attributes(
-    __name__,
-    globals(),
-    attributes={
-        "element_spec": "grainfn._src.element_spec",
-        **dict.fromkeys(["draw", "save_pipeline", "to_dot"], "grainfn._src.inspect.graph"),
-        **dict.fromkeys(["StageStats", "stage_stats"], "grainfn._src.inspect.stats"),
-        "timed": "grainfn._src.inspect.timing",
-        **dict.fromkeys(["Trace", "TraceStep", "trace"], "grainfn._src.inspect.trace"),
-        **dict.fromkeys(["describe", "describe_text"], "grainfn._src.inspect.tree"),
-        **dict.fromkeys(["PackState", "best_fit_pack", "first_fit_pack"], "grainfn._src.packing"),
-        **dict.fromkeys(
-            ["ConcatThenSplitState", "concat_then_split"], "grainfn._src.packing.concat_then_split"
-        ),
-        "batch_and_pad": "grainfn._src.padding",
-        **dict.fromkeys(["ParquetPosition", "parquet"], "grainfn._src.parquet"),
-    },
-)
-
-__all__ = [
-    "trace",
-    "to_dot",
-    "timed",
-    "stage_stats",
-    "draw",
-    "save_pipeline",
-    "describe_text",
-    "describe",
-    "TraceStep",
-    "Trace",
-    "StageStats",
-    "END",
-    "ConcatThenSplitState",
-    "PackState",
-    "best_fit_pack",
-    "concat_then_split",
-    "first_fit_pack",
-    "CountState",
-    "Dataset",
-    "DatasetPosition",
-    "InterleaveSlot",
-    "InterleaveState",
-    "LimitState",
-    "MixState",
-    "ParquetPosition",
-    "RebatchState",
-    "RepeatState",
-    "SplitState",
-    "Stream",
-    "StreamIterator",
-    "WindowShuffleState",
-    "ZipState",
-    "batch",
-    "batch_and_pad",
-    "concatenate",
-    "element_spec",
-    "elements",
-    "filter",
-    "flat_map",
-    "from_dataset",
-    "interleave",
-    "iterate",
-    "limit",
-    "map",
-    "map_with_index",
-    "mix",
-    "mp_prefetch",
-    "parquet",
-    "random_map",
-    "range",
-    "rebatch",
-    "repeat",
-    "seed",
-    "select_from_datasets",
-    "shuffle",
-    "slice",
-    "source",
-    "state_from_dict",
-    "state_to_dict",
-    "window_shuffle",
-    "zip",
-]
+__getattr__, __dir__, __all__ = lazy_attributes(globals())

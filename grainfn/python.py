@@ -7,7 +7,6 @@ import importlib
 from typing import Any
 
 from grainfn import experimental
-from grainfn._src.array_record.source import ArrayRecordDataSource
 from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, load
@@ -24,6 +23,7 @@ from grainfn._src.facade.transforms import FlatMap as FlatMapTransform
 from grainfn._src.facade.transforms import Map as MapTransform
 from grainfn._src.facade.transforms import MapWithIndex as MapWithIndexTransform
 from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
+from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.loader.operations import (
     BatchOperation,
     FilterOperation,
@@ -33,7 +33,7 @@ from grainfn._src.loader.operations import (
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import IndexSampler, Sampler, SequentialSampler
 from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
-from grainfn._src.sources import RandomAccessDataSource, RangeDataSource
+from grainfn._src.stages.sources import RandomAccessDataSource, RangeDataSource
 
 __all__ = [
     "ArrayRecordDataSource",

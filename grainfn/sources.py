@@ -5,10 +5,10 @@ them, and `encode_array` / `decode_array` turn numpy arrays into records and
 back. array_record itself is imported on first use.
 """
 
-from grainfn._src.array_record.codec import decode_array, encode_array
-from grainfn._src.array_record.source import ArrayRecordDataSource
-from grainfn._src.array_record.writer import write_array_records
-from grainfn._src.sources import RandomAccessDataSource, RangeDataSource
+from grainfn._src.formats.array_record.codec import decode_array, encode_array
+from grainfn._src.formats.array_record.source import ArrayRecordDataSource
+from grainfn._src.formats.array_record.writer import write_array_records
+from grainfn._src.stages.sources import RandomAccessDataSource, RangeDataSource
 
 __all__ = [
     "ArrayRecordDataSource",

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grainfn._src.dataset import Dataset
-from grainfn._src.reading import iterate
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import iterate
 from grainfn._src.testing.assertions import (
     assert_deterministic,
     assert_elements_equal,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 
-from grainfn._src.element_ops import BatchedDataset
+from grainfn._src.stages.batch import BatchedDataset
 
 from pipelines import build_dataset, build_grain, dataset_specs
 

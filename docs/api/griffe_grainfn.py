@@ -1,6 +1,10 @@
 r"""A griffe extension for grainfn's API reference (loaded by mkdocstrings, see mkdocs.yml).
 
-It does two things while griffe reads the sources:
+It does three things while griffe reads the sources:
+
+- a public module of grainfn builds its `__all__` from its imports at run time
+  (see `grainfn._src.lazy`), which griffe cannot evaluate statically; the
+  module's exports are set to the names its `__all__` holds when imported.
 
 - a function decorated with `toolz.curry` (the combinators of `grainfn.fn`)
   gets the label `curried` beside its signature. griffe reads the source
@@ -16,6 +20,7 @@ It does two things while griffe reads the sources:
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import griffe
@@ -61,7 +66,14 @@ def fence_doctests(text: str) -> str:
 
 
 class GrainfnDocs(griffe.Extension):
-    """Labels curried functions and fences free-text doctests."""
+    """Sets computed exports, labels curried functions and fences free-text doctests."""
+
+    def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
+        """Sets the exports of a grainfn module whose `__all__` is computed at import."""
+        if mod.path.split(".")[0] == "grainfn" and not mod.path.startswith("grainfn._src"):
+            exports = getattr(importlib.import_module(mod.path), "__all__", None)
+            if exports is not None:
+                mod.exports = list(exports)
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         """Fences the doctests in the free text of `obj`'s docstring."""

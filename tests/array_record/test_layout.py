@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grainfn._src.array_record.layout import layout, locate, split_by_file
+from grainfn._src.formats.array_record.layout import layout, locate, split_by_file
 
 
 def reference(counts: list[int]) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from grainfn._src.array_record.writer import shard_paths
+from grainfn._src.formats.array_record.writer import shard_paths
 from grainfn.sources import (
     ArrayRecordDataSource,
     decode_array,

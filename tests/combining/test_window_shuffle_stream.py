@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import grainfn as grain
 from grainfn import fn
 from grainfn._src.index.shuffle import shuffle_index
-from grainfn._src.window_shuffle_stream import window_order
+from grainfn._src.stages.window_shuffle import window_order
 from grainfn.experimental import WindowShuffleIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 

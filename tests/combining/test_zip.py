@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.zip import zip_indices
+from grainfn._src.stages.zip import zip_indices
 from grainfn.experimental import ZipIterDataset, ZipMapDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 

@@ -17,8 +17,8 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from grainfn import fn
+from grainfn._src.core.iterator import MARK_EVERY
 from grainfn._src.parallel.prefetch import with_leaves
-from grainfn._src.stream import MARK_EVERY
 from grainfn.testing import assert_elements_equal
 
 from faults.faulty import FaultError

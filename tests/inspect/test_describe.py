@@ -12,7 +12,7 @@ from hypothesis import assume, given
 
 import grainfn as grain
 from grainfn import fn, testing
-from grainfn._src.dataset import pipeline_lines
+from grainfn._src.core.dataset import pipeline_lines
 
 
 def keep(x: Any) -> bool:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset
 
 
 def identity(x: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from grainfn import fn
-from grainfn._src.parallel.threads import BlockReader
+from grainfn._src.core.blocks import BlockReader
 
 
 class SleepySource:

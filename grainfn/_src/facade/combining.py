@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from grainfn._src import combinators as fn
-from grainfn._src import validate
+from grainfn import fn
+from grainfn._src.core import validate
 from grainfn._src.facade.datasets import IterDataset, MapDataset, map_core, stream_core
 
 T = TypeVar("T")

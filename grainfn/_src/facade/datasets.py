@@ -12,14 +12,14 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from grainfn._src import combinators as fn
-from grainfn._src import validate
-from grainfn._src.dataset import INFINITE, Dataset
+from grainfn import fn
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import FlatMap, apply_transformations, as_function
-from grainfn._src.sources import ObjectDataset
-from grainfn._src.stream import Stream
+from grainfn._src.stages.sources import ObjectDataset
 
 T = TypeVar("T")
 _S = TypeVar("_S", bound="_Stages[Any]")

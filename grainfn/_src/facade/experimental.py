@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from grainfn._src import combinators as fn
-from grainfn._src import validate
+from grainfn import fn
+from grainfn._src.core import validate
 from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
 from grainfn._src.facade.transforms import FlatMap
 from grainfn._src.index.shuffle import shuffle_index

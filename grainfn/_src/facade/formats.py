@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from grainfn._src.facade.datasets import IterDataset
-from grainfn._src.parquet import parquet
+from grainfn._src.formats.parquet import parquet
 
 
 class ParquetIterDataset(IterDataset[dict[str, Any]]):

@@ -6,9 +6,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
+from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.state import StateCodec
+from grainfn._src.core.stream import Stream
 from grainfn._src.facade.config import config
-from grainfn._src.reading import StateCodec
-from grainfn._src.stream import Stream, StreamIterator
 
 T = TypeVar("T")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")

@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src import validate
+from grainfn._src.core import validate
+from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.facade.transforms import Batch
 from grainfn._src.loader.pipeline import OPERATIONS, check_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
-from grainfn._src.sources import check_source
-from grainfn._src.stream import Stream
+from grainfn._src.stages.sources import check_source
 
 LOADER_FIELDS = ("sampler", "data_source")
 """The fields of a DataLoader state that name the loader, besides the pipeline."""

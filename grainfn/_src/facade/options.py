@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from grainfn._src import validate
+from grainfn._src.core import validate
 
 
 @dataclasses.dataclass(frozen=True)

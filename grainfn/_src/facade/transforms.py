@@ -178,3 +178,11 @@ def apply_transformations(ds: Any, transformations: Any) -> Any:
                 "function with .map(fn) instead."
             )
     return ds
+
+
+# Grain's other names for the transformation classes (`grain.MapTransform`, ...).
+MapTransform = Map
+RandomMapTransform = RandomMap
+MapWithIndexTransform = MapWithIndex
+FilterTransform = Filter
+FlatMapTransform = FlatMap

@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.dataset import Dataset, ParentIndex, set_length
+from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
+from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.rebuild import with_parents
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.parallel.prefetch import PrefetchedStream
-from grainfn._src.rebuild import with_parents
-from grainfn._src.stream import BaseCursor, Cursor, FromDatasetStream, Stream
 
 WORKERS_NOTE = "map-level stages below run in worker processes: timed here as one"
 """The note on a `from_dataset` stage whose dataset is read by `mp_prefetch` workers."""
@@ -208,7 +209,7 @@ def _timed(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> An
 
 
 def _time_stage(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> Any:
-    if getattr(node, "reads_in_parent", False):
+    if isinstance(node, Stream) and node.reads_in_parent:
         in_workers = False
     if isinstance(node, PrefetchedStream) and node.num_workers > 0:
         in_workers = True
@@ -216,7 +217,7 @@ def _time_stage(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) 
         return TimedStream(node, Counter(), WORKERS_NOTE)
     parents = tuple(_timed(parent, in_workers, done) for parent in node.parents)
     rebuilt = with_parents(node, parents) or node  # one that cannot be is timed whole
-    if getattr(node, "transparent", False):
+    if node.transparent:
         return rebuilt  # mp_prefetch and the like: what they do is timed in their stages
     if isinstance(rebuilt, Dataset):
         return TimedDataset(rebuilt, Counter())

@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from grainfn._src import validate
-from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.stream import Stream
 from grainfn._src.inspect.view import length_text
-from grainfn._src.stream import Stream, StreamIterator
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,7 +135,7 @@ def trace(ds: Dataset[Any], index: int) -> Trace:
     steps: list[TraceStep] = []
     node: Any = ds
     while True:
-        if getattr(node, "transparent", False) and len(node.parents) == 1:
+        if node.transparent and len(node.parents) == 1:
             node = node.parents[0]  # a timing stage: no row of its own
             continue
         if not node.parents:

@@ -11,10 +11,11 @@ import dataclasses
 from collections import deque
 from typing import Any
 
-from grainfn._src.dataset import INFINITE, Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.stream import Stream
 from grainfn._src.index.seeds import derive_seed
 from grainfn._src.inspect.timing import Counter, TimedDataset, TimedStream
-from grainfn._src.stream import Stream, StreamIterator
 
 ACCEPTED = "a grainfn Dataset, Stream or StreamIterator"
 """What the core inspection functions take, for error messages."""
@@ -45,7 +46,7 @@ class StageView:
     @property
     def transparent(self) -> bool:
         """Whether the stage changes how the pipeline runs, not what it yields (`mp_prefetch`)."""
-        return bool(getattr(self.stage, "transparent", False))
+        return bool(self.stage.transparent)
 
     @property
     def label(self) -> str:

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grainfn._src import tree
-from grainfn._src.dataset import function_name
+from grainfn._src.core import pytree as tree
+from grainfn._src.core.dataset import function_name
 from grainfn._src.loader.records import Record, RecordMetadata
 
 

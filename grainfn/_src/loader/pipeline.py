@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from grainfn._src import element_ops
-from grainfn._src.combinators import elements, positions
-from grainfn._src.dataset import Dataset
+from grainfn import fn
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.stream import Stream
 from grainfn._src.facade import transforms
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.records import record_data
 from grainfn._src.loader.sampled import sampled
 from grainfn._src.loader.sharding import ShardOptions
-from grainfn._src.stream import Stream
+from grainfn._src.stages.batch import upstream_holes
 
 
 def loader_stream(
@@ -43,7 +43,7 @@ def loader_stream(
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
         >>> from grainfn._src.loader.sharding import NoSharding
-        >>> from grainfn._src.reading import iterate
+        >>> from grainfn.fn import iterate
         >>> batch = ops.BatchOperation(2)
         >>> stream = loader_stream("abcde", SequentialSampler(5), [batch], NoSharding())
         >>> [b.tolist() for b in iterate(stream)]
@@ -53,14 +53,14 @@ def loader_stream(
     def to_stream(data: Any) -> Stream[Any]:
         if isinstance(data, Stream):
             return data
-        return positions.from_dataset(data, threads=read_threads, buffer=read_buffer)
+        return fn.from_dataset(data, threads=read_threads, buffer=read_buffer)
 
     data: Dataset[Any] | Stream[Any] = sampled(source, sampler, shard)
     for operation in operations:
         data = _apply(check_operation(operation), data, to_stream)
-    stream = to_stream(elements.map(record_data, data))
+    stream = to_stream(fn.map(record_data, data))
     if worker_count > 0:
-        stream = positions.mp_prefetch(
+        stream = fn.mp_prefetch(
             worker_count,
             stream,
             buffer_per_worker=max(1, worker_buffer_size),
@@ -71,9 +71,9 @@ def loader_stream(
 
 def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -> Any:
     if isinstance(operation, (transforms.Batch, ops.BatchOperation)):
-        if isinstance(data, Dataset) and element_ops.upstream_holes(data) is not None:
+        if isinstance(data, Dataset) and upstream_holes(data) is not None:
             data = to_stream(data)
-        return elements.batch(
+        return fn.batch(
             operation.batch_size,
             data,
             drop_remainder=operation.drop_remainder,
@@ -81,12 +81,12 @@ def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -
         )
     if isinstance(operation, transforms.FlatMap):
         record_fn = ops.RecordFlatMap(operation.flat_map, operation.max_fan_out)
-        return elements.flat_map(record_fn, to_stream(data))
+        return fn.flat_map(record_fn, to_stream(data))
     if isinstance(operation, transforms.Filter):
-        return elements.filter(ops.RecordFilter(operation.filter), data)
+        return fn.filter(ops.RecordFilter(operation.filter), data)
     if isinstance(operation, ops.FilterOperation):
-        return elements.filter(ops.RecordFilter(operation.condition_function), data)
-    return elements.map(_record_map(operation), data)
+        return fn.filter(ops.RecordFilter(operation.condition_function), data)
+    return fn.map(_record_map(operation), data)
 
 
 def _record_map(operation: Any) -> Callable[[Any], Any]:

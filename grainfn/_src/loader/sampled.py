@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.dataset import OneParent, set_length
+from grainfn._src.core.dataset import OneParent, set_length
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import BaseSampler, shard_length
 from grainfn._src.loader.sharding import ShardOptions
-from grainfn._src.sources import SourceDataset
+from grainfn._src.stages.sources import SourceDataset
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -14,9 +14,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from grainfn._src import validate
-from grainfn._src.combinators import positions
-from grainfn._src.dataset import Dataset
+from grainfn import fn
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import Dataset
 from grainfn._src.loader.records import RecordMetadata
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options, even_split
 
@@ -175,7 +175,7 @@ class IndexSampler(BaseSampler):
                 self._max_index = min(self._max_index, self._keys.length * count * num_epochs)
 
     def _key_dataset(self) -> Dataset[int]:
-        keys = positions.range(self._num_records)
+        keys = fn.range(self._num_records)
         if not isinstance(self._shard_options, NoSharding):
             start, stop = even_split(self._num_records, self._shard_options)
             if start == stop:
@@ -184,9 +184,9 @@ class IndexSampler(BaseSampler):
                     f"{self._shard_options.shard_count} gets no records of {self._num_records}: "
                     "use fewer shards or more records."
                 )
-            keys = positions.slice(slice(start, stop), keys)
+            keys = fn.slice(slice(start, stop), keys)
         if self._shuffle:
-            keys = positions.shuffle(keys, seed=self._seed)
+            keys = fn.shuffle(keys, seed=self._seed)
         return keys
 
     def __len__(self) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from grainfn._src import validate
+from grainfn._src.core import validate
 
 
 @dataclasses.dataclass(frozen=True)

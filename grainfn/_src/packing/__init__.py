@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import toolz
 
-from grainfn._src.dataset import Dataset
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import as_stream
+from grainfn._src.core.stream import Stream
 from grainfn._src.packing.spec import PackOptions, PackSpec, pack_spec
 from grainfn._src.packing.stream import PackedStream, PackState
-from grainfn._src.reading import as_stream
-from grainfn._src.stream import Stream
 
 if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on
     from typing_extensions import Unpack

@@ -19,9 +19,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import toolz
 
-from grainfn._src import state as records
-from grainfn._src import validate
-from grainfn._src.dataset import Dataset
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import as_stream
+from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.packing.rows import (
     Features,
     Piece,
@@ -31,9 +33,6 @@ from grainfn._src.packing.rows import (
     fit,
     is_full_length,
 )
-from grainfn._src.reading import as_stream
-from grainfn._src.stream import BaseCursor, Cursor, Stream
-from grainfn._src.stream_ops import OneParentStream
 
 
 @records.register

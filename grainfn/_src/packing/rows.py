@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src import state as records
-from grainfn._src import validate
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
 
 Features = tuple[np.ndarray, ...]
 """One element's features in `length_struct` order, each at least 1-d (a scalar has length 1)."""

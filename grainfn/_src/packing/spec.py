@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from grainfn._src import validate
+from grainfn._src.core import validate
 
 if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on
     from typing_extensions import Unpack

@@ -14,12 +14,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from grainfn._src import state as records
+from grainfn._src.core import state as records
+from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream
 from grainfn._src.packing.arrays import Memory, row_order
 from grainfn._src.packing.bins import Block
 from grainfn._src.packing.spec import PackSpec
-from grainfn._src.stream import BaseCursor, Cursor
-from grainfn._src.stream_ops import OneParentStream
 
 
 @records.register

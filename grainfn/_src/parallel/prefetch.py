@@ -15,19 +15,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from grainfn._src import state as records
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.blocks import BlockReader
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
+from grainfn._src.core.rebuild import with_parents
+from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
-from grainfn._src.parallel.threads import BlockReader
-from grainfn._src.rebuild import with_parents
-from grainfn._src.stream import BaseCursor, Cursor, DatasetCursor, FromDatasetStream, Stream
-from grainfn._src.stream_ops import PassThroughStream
+
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class PrefetchedStream(PassThroughStream):
     """The parent stream, its dataset reads done ahead by `num_workers` processes."""
+
+    spec_rule = "parent"
 
     num_workers: int
     buffer_per_worker: int = 1
@@ -107,7 +116,7 @@ def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
     iterating, such as an interleave over a dataset of datasets) has no leaves
     for the workers: it reads here, in the parent.
     """
-    if getattr(stream, "reads_in_parent", False):
+    if isinstance(stream, Stream) and stream.reads_in_parent:
         return
     if isinstance(stream, FromDatasetStream):
         if stream not in leaves:
@@ -123,7 +132,7 @@ def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -
     A nested `mp_prefetch` gives way to the outer one; a stage marked
     `reads_in_parent` is kept as it is.
     """
-    if getattr(stream, "reads_in_parent", False):
+    if isinstance(stream, Stream) and stream.reads_in_parent:
         return stream
     if isinstance(stream, FromDatasetStream):
         return replace(stream)
@@ -136,3 +145,35 @@ def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -
             "the stage does not keep its parents in its dataclass fields."
         )
     return rebuilt
+
+
+@toolz.curry
+def mp_prefetch(
+    num_workers: int,
+    data: Stream[T] | Dataset[T],
+    *,
+    buffer_per_worker: int = 1,
+    worker_init_fn: Callable[[int, int], Any] | None = None,
+) -> Stream[T]:
+    """The stream with its dataset reads done ahead by `num_workers` worker processes.
+
+    Everything map-level (the datasets under each `from_dataset`) runs in the
+    workers; the stream stages above run here, on blocks that come back in
+    position order. Elements and states are those of the stream itself, for
+    any number of workers (0 runs everything here).
+
+    Examples:
+        >>> from grainfn.fn import range, from_dataset
+        >>> stream = mp_prefetch(0, from_dataset(range(4)))
+        >>> from grainfn.fn import iterate
+        >>> list(iterate(stream))
+        [0, 1, 2, 3]
+    """
+    num_workers = validate.check_nonnegative_int(num_workers, "num_workers")
+    buffer_per_worker = validate.check_positive_int(buffer_per_worker, "buffer_per_worker")
+    if worker_init_fn is not None:
+        validate.check_callable(worker_init_fn, "worker_init_fn")
+    if isinstance(data, Dataset):
+        data = FromDatasetStream(data)
+    stream = as_stream(data, "mp_prefetch")
+    return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn)

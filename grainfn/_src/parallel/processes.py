@@ -39,8 +39,8 @@ from typing import Any
 
 import cloudpickle
 
-from grainfn._src.dataset import Dataset
-from grainfn._src.parallel.threads import Result
+from grainfn._src.core.blocks import Result
+from grainfn._src.core.dataset import Dataset
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
 

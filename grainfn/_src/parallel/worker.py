@@ -21,8 +21,8 @@ from typing import Any
 
 import cloudpickle
 
-from grainfn._src.dataset import Dataset
-from grainfn._src.parallel.threads import read_block
+from grainfn._src.core.blocks import read_block
+from grainfn._src.core.dataset import Dataset
 from grainfn._src.parallel.transfer import Channel, encode
 
 

@@ -11,9 +11,10 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from grainfn._src.dataset import Dataset
-from grainfn._src.reading import as_stream, iterate, state_from_dict, state_to_dict
-from grainfn._src.stream import END
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import as_stream, iterate
+from grainfn._src.core.state import state_from_dict, state_to_dict
+from grainfn._src.core.stream import END
 
 
 def assert_elements_equal(a: Any, b: Any, where: str = "element") -> None:

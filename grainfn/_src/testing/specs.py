@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grainfn._src import combinators as fn
-from grainfn._src.dataset import Dataset
-from grainfn._src.stream import Stream
+from grainfn import fn
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.stream import Stream
 
 
 def add_one(x: Any) -> Any:

@@ -1,0 +1,1 @@
+"""The core of grainfn: datasets, streams, cursors, states, and reading them."""

@@ -1,0 +1,79 @@
+"""What the combinators accept: datasets or streams, sequences of them, and op seeds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.stream import Stream
+from grainfn._src.index.seeds import derive_seed
+
+Data = Any  # a Dataset or a Stream
+
+
+def op_seed(seed: int | None, data: Data, what: str) -> int:
+    """`seed` checked, or the seed a `seed` stage upstream derives for this stage."""
+    if seed is not None:
+        return validate.check_seed(seed, f"{what} seed")
+    derived = derive_seed([data])
+    if derived is None:
+        raise ValueError(
+            f"{what} needs a seed: pass seed=..., or seed the pipeline upstream with "
+            "fn.seed(s, ds) (ds.seed(s) in the Grain API) to seed every random stage below it."
+        )
+    return derived
+
+
+def as_dataset(ds: Any, what: str) -> Dataset[Any]:
+    """`ds` if it is a Dataset; a clear error for a stream or anything else."""
+    if isinstance(ds, Stream):
+        raise TypeError(
+            f"{what} needs random access, which a stream does not have: apply it to the "
+            "dataset before fn.from_dataset."
+        )
+    if not isinstance(ds, Dataset):
+        raise TypeError(
+            f"{what} expects a grainfn Dataset or Stream as its last argument, got {ds!r} of "
+            f"type {type(ds).__name__}. Build one with fn.range or fn.source."
+        )
+    return ds
+
+
+def as_stream(stream: Any, what: str) -> Stream[Any]:
+    """`stream` if it is a Stream; a clear error otherwise."""
+    if not isinstance(stream, Stream):
+        raise TypeError(
+            f"{what} expects a grainfn Stream as its last argument, got {type(stream).__name__}; "
+            "make one with fn.from_dataset(ds)."
+        )
+    return stream
+
+
+def as_components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ...]:
+    """A non-empty sequence of datasets (or, if `streams`, of streams) as a tuple."""
+    if (
+        isinstance(datasets, (Dataset, Stream))
+        or not isinstance(datasets, Sequence)
+        or not datasets
+    ):
+        raise TypeError(f"{what} takes a non-empty sequence of datasets, got {datasets!r}.")
+    if streams and all(isinstance(d, Stream) for d in datasets):
+        return tuple(datasets)
+    return tuple(as_dataset(d, what) for d in datasets)
+
+
+def as_data_list(data: Any, what: str) -> tuple[Any, ...]:
+    """A non-empty list of datasets and streams as a tuple; a clear error for anything else."""
+    if isinstance(data, (Dataset, Stream, str, bytes)) or not isinstance(data, Sequence):
+        raise TypeError(f"{what} takes a list of grainfn datasets or streams, got {data!r}.")
+    if not data:
+        raise ValueError(f"{what} needs at least one dataset or stream, got an empty list.")
+    for position, item in enumerate(data):
+        if not isinstance(item, (Dataset, Stream)):
+            raise TypeError(
+                f"{what} takes grainfn datasets or streams, but item {position} is {item!r} of "
+                f"type {type(item).__name__}."
+            )
+    return tuple(data)

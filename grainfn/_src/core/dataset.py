@@ -1,0 +1,250 @@
+"""The Dataset record: a length and a pure map from index to element.
+
+Every combinator returns a new frozen record; nothing is ever mutated. An index
+`>= length` addresses a later epoch (shuffles draw a new permutation there,
+random maps new numbers), and `None` means "no element here" (what `filter`
+leaves behind). Each record answers one index with `get` and a whole block with
+`get_many`, which resolves the index math of the block in one vectorized call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Sequence
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+
+import numpy as np
+
+from grainfn._src.core import validate
+
+T = TypeVar("T")
+
+INFINITE = sys.maxsize
+"""The length of an infinitely repeated dataset, as in Grain."""
+
+
+class ParentIndex(NamedTuple):
+    """Where a dataset stage reads one of its positions: see `Dataset.trace_parent`.
+
+    Attributes:
+        parent: Which of the stage's `parents` it reads (0 for one-parent stages).
+        first: The (first) index it reads there.
+        size: How many consecutive indices it reads from `first` on (a batch reads several).
+    """
+
+    parent: int
+    first: int
+    size: int = 1
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Dataset(Generic[T]):
+    """A dataset: `length` elements per epoch, each computed on demand from its index.
+
+    Build datasets with the functions of `grainfn.fn`; this class only defines
+    what they all answer.
+
+    Attributes:
+        length: The number of positions in one epoch; `sys.maxsize` if infinite.
+    """
+
+    length: int = dataclasses.field(init=False)
+    makes_holes: ClassVar[bool] = False
+    """Whether this stage may put None at positions its parents fill (filter, flat_map)."""
+    transparent: ClassVar[bool] = False
+    """Whether this stage changes how a pipeline runs, not what it yields (timing): no line
+    in the pipeline's description."""
+    spec_rule: ClassVar[str] = "unknown"
+    """How `grainfn.fn.element_spec` infers this stage's elements: a key of
+    `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        """The datasets this one reads from."""
+        return ()
+
+    @property
+    def pipeline_seed(self) -> int | None:
+        """The seed a `seed` stage sets for downstream random stages; None elsewhere."""
+        return None
+
+    def get(self, index: int) -> T | None:
+        """Returns the element at `index`, or None if a filter removed it.
+
+        Args:
+            index: Any position >= 0; `index // length` is the epoch.
+
+        Raises:
+            IndexError: for a negative index or an empty dataset.
+        """
+        index = _check_index(index)
+        if self.length == 0:
+            raise IndexError(f"Cannot read index {index} of an empty dataset:\n{self!r}")
+        return self._get(index)
+
+    def get_many(self, indices: Sequence[int] | np.ndarray) -> list[T | None]:
+        """Returns the elements at `indices`, resolving their index math in one call.
+
+        Equal to `[self.get(i) for i in indices]`, only faster.
+        """
+        array = np.asarray(indices)
+        if array.ndim == 1 and array.size and array.dtype.kind in "uO":
+            _check_int64(array)  # Python ints past 2**63 - 1 come as uint64 or objects
+        if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+            raise TypeError(
+                f"indices must be a 1-D sequence of integers, got an array of shape "
+                f"{array.shape} and dtype {array.dtype}."
+            )
+        array = array.astype(np.int64, copy=False)
+        if array.size == 0:
+            return []
+        if array.min() < 0:
+            raise IndexError(f"indices must be >= 0, got {int(array.min())}.")
+        if self.length == 0:
+            raise IndexError(f"Cannot read from an empty dataset:\n{self!r}")
+        try:
+            return self._get_many(array)
+        except Exception:  # read one by one: the error then names the position that failed
+            get = self._get
+            return [get(index) for index in array.tolist()]
+
+    def _get(self, index: int) -> T | None:
+        raise NotImplementedError(f"{type(self).__name__} does not define _get")
+
+    def _get_many(self, indices: np.ndarray) -> list[T | None]:
+        get = self._get
+        return [get(i) for i in indices.tolist()]
+
+    def describe_stage(self) -> str:
+        """One line naming this stage and its arguments, without its parents."""
+        return type(self).__name__
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        """Which parent, and which index of it, position `index` reads (`grainfn.fn.trace`).
+
+        Stages that only move indices answer with the same pure index
+        functions `_get` uses; a stage that does not know raises TypeError.
+
+        Args:
+            index: A position >= 0 of this stage (past `length`: a later epoch).
+        """
+        raise TypeError(
+            f"Cannot trace through the stage {self.describe_stage()!r} "
+            f"({type(self).__name__}): it does not say which parent index it reads."
+        )
+
+    def __repr__(self) -> str:
+        return "\n".join(pipeline_lines(self))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class OneParent(Dataset[T]):
+    """Base of the stages that read from exactly one parent."""
+
+    parent: Dataset[Any]
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return (self.parent,)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class IndexStage(OneParent[T]):
+    """Base of the stages that only move indices: each position reads one parent position.
+
+    A stage defines `parent_indices` once, on a block of positions; reading
+    one element, reading a block and tracing (`grainfn.fn.trace`) all come
+    from it. A stage whose index math has a faster form for one index also
+    overrides `parent_index`. The length is the parent's unless the stage
+    sets another in `__post_init__`.
+    """
+
+    spec_rule = "parent"
+
+    def __post_init__(self) -> None:
+        set_length(self, self.parent.length)
+
+    def parent_indices(self, indices: np.ndarray) -> np.ndarray:
+        """The parent position each of `indices` (int64, >= 0) reads, as an int64 array."""
+        raise NotImplementedError(f"{type(self).__name__} does not define parent_indices")
+
+    def parent_index(self, index: int) -> int:
+        """The parent position `index` reads: `parent_indices` of one position."""
+        return int(self.parent_indices(np.array([index], dtype=np.int64))[0])
+
+    def _get(self, index: int) -> T | None:
+        return self.parent._get(self.parent_index(index))
+
+    def _get_many(self, indices: np.ndarray) -> list[T | None]:
+        return self.parent._get_many(self.parent_indices(indices))
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, self.parent_index(index))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ElementStage(OneParent[T]):
+    """Base of the stages that compute position `i` from the parent's position `i` alone.
+
+    Map, random_map, map_with_index and filter: same length as the parent,
+    and a trace goes straight through.
+    """
+
+    def __post_init__(self) -> None:
+        set_length(self, self.parent.length)
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
+
+
+def set_length(record: Dataset[Any], length: int) -> None:
+    """Fills in the derived `length` field of a frozen record being built."""
+    object.__setattr__(record, "length", length)
+
+
+def function_name(fn: Any) -> str:
+    """A short readable name for a user function or transform object.
+
+    An object can name itself with a `display_name` string attribute.
+    """
+    name = (
+        getattr(fn, "display_name", None)
+        or getattr(fn, "__qualname__", None)
+        or getattr(type(fn), "__qualname__", None)
+    )
+    return str(name) if name else repr(fn)
+
+
+def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
+    """The pipeline above `node` (a dataset or stream), one indented line per stage.
+
+    Dataset stages also show their length. A stage marked `transparent` (one
+    that changes how a pipeline runs, not what it yields) adds no line.
+    """
+    if node.transparent:
+        return [line for parent in node.parents for line in pipeline_lines(parent, depth)]
+    line = "  " * depth + node.describe_stage()
+    if isinstance(node, Dataset):
+        line += f"  [length {'inf' if node.length >= INFINITE else node.length}]"
+    lines = [line]
+    for parent in node.parents:
+        lines.extend(pipeline_lines(parent, depth + 1))
+    return lines
+
+
+def _check_int64(array: np.ndarray) -> None:
+    for value in array.tolist():
+        if validate.is_integer(value) and not -validate.INT64_MAX <= value <= validate.INT64_MAX:
+            raise IndexError(f"indices must be in [0, 2**63 - 1], got {value}.")
+
+
+def _check_index(index: Any) -> int:
+    index = validate.check_integer(index, "index")
+    if index < 0:
+        raise IndexError(
+            f"index must be >= 0, got {index}; indices past the length are later epochs."
+        )
+    if index > validate.INT64_MAX:
+        raise IndexError(f"index must be at most 2**63 - 1, got {index}.")
+    return index

@@ -1,0 +1,203 @@
+"""Reading datasets and streams: in-order iteration, stepping, and state conversion."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import operator
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import as_dataset
+from grainfn._src.core.blocks import BlockReader, BlockSizer
+from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class FromDatasetStream(Stream[T]):
+    """The elements of a dataset in position order; `None`s are skipped unless allowed.
+
+    With `threads > 0`, up to that many threads read up to `buffer` positions
+    ahead once reading is seen to wait (see `grainfn._src.core.blocks`).
+    Neither changes the elements or the state, so neither is part of the
+    pipeline a state names.
+    """
+
+    spec_rule = "parent"
+
+    dataset: Dataset[T]
+    allow_nones: bool = False
+    threads: int = 0
+    buffer: int = 500
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        return (self.dataset,)
+
+    def init(self) -> records.DatasetPosition:
+        return records.DatasetPosition(0)
+
+    def open(self, state: Any) -> Cursor:
+        reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
+        return DatasetCursor(reader, self.allow_nones)
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        records.check_record(state, records.DatasetPosition, self.describe_stage(), path)
+        if self.dataset.length < INFINITE and state.position > self.dataset.length:
+            where = f"{path}.position" if path else "position"
+            raise ValueError(
+                f"State field {where} is {state.position}, past the end of a dataset of length "
+                f"{self.dataset.length}; this state belongs to another pipeline."
+            )
+
+    def describe_stage(self) -> str:
+        nones = ", allow_nones=True" if self.allow_nones else ""
+        return f"from_dataset({nones.lstrip(', ')})"
+
+
+class DatasetCursor(BaseCursor):
+    """Reads blocks from a BlockReader and hands out their elements one by one (`None`s skipped).
+
+    A block is read through a list iterator, the cheapest per-element path
+    Python has; the position is worked out from what is left in it only when
+    the state is asked for.
+    """
+
+    atomic = True  # a failed read leaves the reader at the first position not returned
+
+    def __init__(self, reader: BlockReader, allow_nones: bool) -> None:
+        self.reader = reader
+        self.allow_nones = allow_nones
+        self.start = reader.position  # position of block[0]
+        self.block: list[Any] = []
+        self.iterator: Iterator[Any] = iter(self.block)
+
+    def _refill(self) -> None:
+        self.start, self.block = self.reader.read()
+        self.iterator = iter(self.block)
+
+    def next(self) -> Any:
+        while True:
+            for element in self.iterator:
+                if element is not None or self.allow_nones:
+                    return element
+            self._refill()  # raises StopIteration at the end
+
+    def next_many(self, count: int) -> list[Any]:
+        out: list[Any] = []
+        while len(out) < count:
+            need = count - len(out)
+            taken = list(itertools.islice(self.iterator, need))
+            out.extend(taken if self.allow_nones else [e for e in taken if e is not None])
+            if len(taken) < need:  # this block is used up
+                try:
+                    self._refill()
+                except StopIteration:
+                    break
+        return out
+
+    def state(self) -> records.DatasetPosition:
+        read = len(self.block) - operator.length_hint(self.iterator)
+        return records.DatasetPosition(self.start + read)
+
+    def start_prefetch(self) -> None:
+        self.reader.start()
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+@toolz.curry
+def from_dataset(
+    ds: Dataset[T], *, allow_nones: bool = False, threads: int = 0, buffer: int = 500
+) -> Stream[T]:
+    """The elements of `ds` in position order, as a stream with explicit state.
+
+    Positions a filter emptied (None) are skipped unless `allow_nones`. With
+    `threads > 0`, up to `threads` threads read up to `buffer` positions ahead
+    once reading is measured to wait (slow files, network); cheap pipelines
+    keep reading in the calling thread. Neither changes elements or states.
+
+    Examples:
+        >>> from grainfn.fn import range
+        >>> from grainfn.fn import filter
+        >>> s = from_dataset(filter(lambda x: x % 2, range(6)))
+        >>> element, state = s.step(s.init())
+        >>> element, state
+        (1, DatasetPosition(position=2))
+    """
+    ds = as_dataset(ds, "from_dataset")
+    threads = validate.check_nonnegative_int(threads, "threads")
+    buffer = validate.check_positive_int(buffer, "buffer")
+    return FromDatasetStream(ds, bool(allow_nones), threads, buffer)
+
+
+def elements(
+    ds: Dataset[T], start: int = 0, stop: int | None = None, *, allow_nones: bool = False
+) -> Iterator[T | None]:
+    """Yields the elements at positions `start, start + 1, ...` up to `stop` (default: `length`).
+
+    Positions are read in blocks whose index math is resolved in one call; the
+    first blocks are small so the first element comes quickly. Filtered-out
+    positions (None) are skipped unless `allow_nones`.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> list(elements(fn.filter(lambda x: x > 5, fn.range(8))))
+        [6, 7]
+        >>> list(elements(fn.range(8), start=6, stop=10))
+        [6, 7, 0, 1]
+    """
+    if not isinstance(ds, Dataset):
+        raise TypeError(f"elements reads a grainfn Dataset, got {type(ds).__name__}.")
+    start = validate.check_integer(start, "start")
+    stop = ds.length if stop is None else validate.check_integer(stop, "stop")
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}.")
+    sizer = BlockSizer()
+    position = start
+    while position < stop:
+        end = min(stop, position + sizer.start())
+        block = ds._get_many(np.arange(position, end, dtype=np.int64))
+        sizer.done()
+        yield from (block if allow_nones else [e for e in block if e is not None])
+        position = end
+
+
+def iterate(data: Stream[T] | Dataset[T], state: Any = None) -> StreamIterator[T]:
+    """Iterates a stream fast from `state` (default: the start); `.state` is exact at any point.
+
+    A dataset is read as `from_dataset(data)`. Blocks of positions are resolved
+    at once, and a state record is built only when `.state` is read.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> stream = fn.batch(2, fn.from_dataset(fn.range(5)))
+        >>> it = iterate(stream)
+        >>> next(it)
+        array([0, 1])
+        >>> saved = it.state
+        >>> [b.tolist() for b in iterate(stream, saved)]
+        [[2, 3], [4]]
+    """
+    return StreamIterator(as_stream(data, "iterate"), state)
+
+
+def as_stream(data: Stream[T] | Dataset[T], what: str) -> Stream[T]:
+    """`data` if it is a stream, or a dataset read in order with `from_dataset`."""
+    if isinstance(data, Dataset):
+        return FromDatasetStream(data)
+    if not isinstance(data, Stream):
+        raise TypeError(
+            f"{what} needs a grainfn Stream or Dataset, got {data!r} of type {type(data).__name__}."
+        )
+    return data

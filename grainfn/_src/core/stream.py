@@ -1,0 +1,203 @@
+"""The Stream record: iteration as a pure function of an explicit state.
+
+A stream answers `init() -> state` and `step(state) -> (element, state)`. The
+end is signalled one way only: `step` returns the `END` sentinel (and keeps
+returning it for every later step). `step` never mutates anything, so stepping
+from an old state repeats the same result.
+
+For speed, iteration does not go through `step`: `open(state)` returns a
+mutable cursor that reads blocks of positions at once and builds a state record
+only when asked. `step` itself is `open`, one `next`, and `state`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from grainfn._src.core import state as records
+from grainfn._src.core.dataset import pipeline_lines
+
+T = TypeVar("T")
+
+
+class _End:
+    """The type of `END`: the element `step` returns once a stream is exhausted."""
+
+    _instance: _End | None = None
+
+    def __new__(cls) -> _End:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "END"
+
+    def __reduce__(self) -> str:
+        return "END"
+
+
+END = _End()
+
+
+class Cursor(Protocol):
+    """A mutable reader over a stream, private to one iteration.
+
+    `atomic` says that a `next` that raises leaves the cursor where it was: its
+    state unchanged, and the next `next` reads the same element again. A
+    cursor that takes one element of an atomic child per element it returns,
+    and changes itself only once it has it, is atomic; one that calls user
+    functions or takes several elements is not (a StreamIterator recovers it).
+    """
+
+    atomic: bool
+
+    def next(self) -> Any:
+        """Returns the next element; raises StopIteration at the end."""
+        ...
+
+    def next_many(self, count: int) -> list[Any]:
+        """Returns up to `count` next elements; fewer only at the end."""
+        ...
+
+    def state(self) -> Any:
+        """The state record after the elements returned so far."""
+        ...
+
+    def start_prefetch(self) -> None:
+        """Starts reading ahead in the background, where the pipeline reads with threads."""
+        ...
+
+    def close(self) -> None:
+        """Releases the threads or processes the cursor holds."""
+        ...
+
+
+class BaseCursor:
+    """Defaults: `next_many` in terms of `next`; prefetch and close reach the `children`."""
+
+    atomic = False
+
+    def next(self) -> Any:
+        raise NotImplementedError
+
+    def next_many(self, count: int) -> list[Any]:
+        out = []
+        try:
+            for _ in range(count):
+                out.append(self.next())
+        except StopIteration:
+            pass
+        return out
+
+    def children(self) -> tuple[Cursor, ...]:
+        """The cursors this one reads from."""
+        return ()
+
+    def start_prefetch(self) -> None:
+        for child in self.children():
+            child.start_prefetch()
+
+    def close(self) -> None:
+        for child in self.children():
+            child.close()
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Stream(Generic[T]):
+    """A stream of elements with explicit iteration state. Build one with `grainfn.fn`."""
+
+    transparent: ClassVar[bool] = False
+    """Whether this stage changes how a pipeline runs, not what it yields (mp_prefetch,
+    timing): no line in the pipeline's description, so states ignore it."""
+    reads_in_parent: ClassVar[bool] = False
+    """Whether this stage reads its data in the parent process even under `mp_prefetch`
+    (a leaf whose reads are not map-level: Parquet files, interleaved datasets)."""
+    spec_rule: ClassVar[str] = "unknown"
+    """How `grainfn.fn.element_spec` infers this stage's elements: a key of
+    `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        """The streams or datasets this one reads from."""
+        return ()
+
+    @property
+    def pipeline_seed(self) -> int | None:
+        """The seed a `seed` stage sets for downstream random stages; None elsewhere."""
+        return None
+
+    def init(self) -> Any:
+        """The state before the first element."""
+        raise NotImplementedError
+
+    def step(self, state: Any) -> tuple[Any, Any]:
+        """Returns `(element, next state)`, or `(END, state)` once the stream is exhausted."""
+        self.check_state(state)
+        cursor = self.open(state)
+        try:
+            element = cursor.next()
+        except StopIteration:
+            return END, cursor.state()
+        return element, cursor.state()
+
+    def open(self, state: Any) -> Cursor:
+        """A fresh cursor starting at `state` (not validated: see `check_state`)."""
+        raise NotImplementedError
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        """Raises ValueError, naming the stage and field, unless `state` fits this stream."""
+        raise NotImplementedError
+
+    def describe_stage(self) -> str:
+        """One line naming this stage and its arguments, without its parents."""
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return "\n".join(pipeline_lines(self))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class OneParentStream(Stream[Any]):
+    """Base of stream stages with one parent stream."""
+
+    parent: Stream[Any]
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        return (self.parent,)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class PassThroughStream(OneParentStream):
+    """Base of stages whose state is their parent's state."""
+
+    def init(self) -> Any:
+        return self.parent.init()
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        self.parent.check_state(state, path)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class WrappingStream(OneParentStream):
+    """Base of stages whose state is `record(counter, parent state)`, the counter starting at 0."""
+
+    record: ClassVar[type[Any]]
+
+    def init(self) -> Any:
+        return self.record(0, self.parent.init())
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        records.check_record(state, self.record, self.describe_stage(), path)
+        self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+
+
+def element_before(cursor: Cursor) -> str:
+    """Where a cursor's last element was, for an error note: the state it ended at."""
+    return f"the stream element that ends at {state_of(cursor)}"
+
+
+def state_of(cursor: Cursor) -> str:
+    return f"state {cursor.state()}"

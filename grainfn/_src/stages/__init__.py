@@ -1,0 +1,1 @@
+"""The built-in stages, one module per stage: its dataset, stream, state and `fn` function."""

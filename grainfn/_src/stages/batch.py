@@ -1,0 +1,248 @@
+"""The `batch` stage: consecutive elements stacked leaf by leaf, and `batch_and_pad`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core import pytree as tree
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import Data, as_dataset
+from grainfn._src.core.dataset import (
+    Dataset,
+    OneParent,
+    ParentIndex,
+    function_name,
+    set_length,
+)
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    PassThroughStream,
+    Stream,
+)
+from grainfn._src.index import slicing
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class BatchedDataset(OneParent):
+    """Consecutive elements of each epoch, batched; epochs are batched separately."""
+
+    spec_rule = "batched"
+
+    batch_size: int
+    drop_remainder: bool = False
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+    def __post_init__(self) -> None:
+        parent_length = self.parent.length
+        if self.drop_remainder:
+            set_length(self, parent_length // self.batch_size)
+        else:
+            set_length(self, -(-parent_length // self.batch_size))
+
+    def _bounds(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        parent_length = self.parent.length
+        slicing.check_addressable(int(indices.max()), self.length, parent_length)
+        epoch, offset = np.divmod(indices, self.length)
+        start = offset * self.batch_size
+        # parent_length - start cannot overflow where start + batch_size can.
+        size = np.minimum(self.batch_size, parent_length - start)
+        first = start + epoch * parent_length
+        return first, first + size
+
+    def _get(self, index: int) -> Any:
+        return self._get_many(np.array([index], dtype=np.int64))[0]
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        starts, stops = self._bounds(indices)
+        sizes = stops - starts
+        ends = np.cumsum(sizes)
+        # All parent positions of the block in one array: start of each batch
+        # repeated over its size, plus the offset inside the batch.
+        offsets = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+        elements = self.parent._get_many(np.repeat(starts, sizes) + offsets)
+        make = self.batch_fn or tree.stack
+        return [make(elements[e - s : e]) for s, e in zip(sizes.tolist(), ends.tolist())]
+
+    def describe_stage(self) -> str:
+        extra = ", drop_remainder=True" if self.drop_remainder else ""
+        fn = f", batch_fn={function_name(self.batch_fn)}" if self.batch_fn else ""
+        return f"batch({self.batch_size}{extra}{fn})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        """The first parent index of the batch, and the batch's size."""
+        starts, stops = self._bounds(np.array([index], dtype=np.int64))
+        return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
+
+
+def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:
+    """The nearest stage above `ds` that leaves None holes (a filter or a flat_map), if any.
+
+    A map-level batch cannot follow one: its batches would come out short.
+    """
+    to_visit = [ds]
+    while to_visit:
+        node = to_visit.pop()
+        if node.makes_holes:
+            return node
+        to_visit.extend(node.parents)
+    return None
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class BatchedStream(PassThroughStream):
+    """Consecutive elements batched; a short last batch unless `drop_remainder`."""
+
+    spec_rule = "batched"
+
+    batch_size: int
+    drop_remainder: bool = False
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+    def open(self, state: Any) -> Cursor:
+        return _BatchCursor(
+            self.parent.open(state),
+            self.batch_size,
+            self.drop_remainder,
+            self.batch_fn or tree.stack,
+        )
+
+    def describe_stage(self) -> str:
+        extra = ", drop_remainder=True" if self.drop_remainder else ""
+        fn = f", batch_fn={function_name(self.batch_fn)}" if self.batch_fn else ""
+        return f"batch({self.batch_size}{extra}{fn})"
+
+
+class _BatchCursor(BaseCursor):
+    def __init__(
+        self, parent: Cursor, size: int, drop: bool, make: Callable[[Sequence[Any]], Any]
+    ) -> None:
+        self.parent, self.size, self.drop, self.make = parent, size, drop, make
+
+    def next(self) -> Any:
+        values = self.parent.next_many(self.size)
+        if not values or (self.drop and len(values) < self.size):
+            raise StopIteration
+        return self.make(values)
+
+    def state(self) -> Any:
+        return self.parent.state()
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+@toolz.curry
+def batch(
+    batch_size: int,
+    data: Data,
+    *,
+    drop_remainder: bool = False,
+    batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+) -> Data:
+    """Consecutive elements stacked leaf by leaf along a new first axis.
+
+    A dataset batches every epoch on its own, so no batch mixes two epochs.
+    With `batch_fn`, that function turns each list of elements into a batch.
+
+    Examples:
+        >>> from grainfn.fn import range
+        >>> batch(2, range(5)).get_many([0, 2, 3])
+        [array([0, 1]), array([4]), array([0, 1])]
+    """
+    batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
+    if batch_fn is not None:
+        validate.check_callable(batch_fn, "batch_fn")
+    if isinstance(data, Stream):
+        return BatchedStream(data, batch_size, bool(drop_remainder), batch_fn)
+    ds = as_dataset(data, "batch")
+    if (found := upstream_holes(ds)) is not None:
+        raise ValueError(
+            f"A map-level batch cannot follow {found.describe_stage()}: it leaves None holes, "
+            "so batches would come out short. Batch the stream instead, which drops the holes "
+            "first: fn.batch(n, fn.from_dataset(ds)), or ds.to_iter_dataset().batch(n) in the "
+            "Grain API."
+        )
+    return BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn)
+
+
+def batch_and_pad(values: Sequence[T], *, batch_size: int, pad_value: Any = 0) -> T:
+    """Stacks `values` leaf by leaf and pads the batch up to `batch_size` elements.
+
+    Pass it to `batch` as `batch_fn`, with the same `batch_size`, to keep the
+    last short batch at full size instead of dropping it.
+
+    Args:
+        values: One to `batch_size` elements of the same structure (dicts,
+            lists, tuples and namedtuples of leaves) whose leaves have equal shapes.
+        batch_size: The size of the batch returned.
+        pad_value: The value the missing elements' leaves are filled with, cast
+            to the dtype of the first value's leaf.
+
+    Returns:
+        A pytree of the values' structure whose leaves are numpy arrays with a
+        leading axis of size `batch_size`: the stacked values, then padding.
+
+    Raises:
+        ValueError: if `values` is empty or longer than `batch_size`, if the
+            values differ in structure or in a leaf's shape, or if `pad_value`
+            does not fit a leaf's dtype.
+
+    Examples:
+        >>> batch_and_pad([1, 2], batch_size=4)
+        array([1, 2, 0, 0])
+        >>> batch_and_pad([{"x": 1.5, "y": (1, 2)}], batch_size=2, pad_value=-1)
+        {'x': array([ 1.5, -1. ]), 'y': (array([ 1, -1]), array([ 2, -1]))}
+        >>> import functools
+        >>> import grainfn as grain
+        >>> pad = functools.partial(batch_and_pad, batch_size=3)
+        >>> [b.tolist() for b in grain.MapDataset.range(1, 5).batch(3, batch_fn=pad)]
+        [[1, 2, 3], [4, 0, 0]]
+        >>> batch_and_pad([1, 2, 3], batch_size=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_and_pad got 3 values for a batch of batch_size=2; ...
+    """
+    batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
+    count = len(values)
+    if count == 0:
+        raise ValueError("batch_and_pad needs at least one value to batch, got none.")
+    if count > batch_size:
+        raise ValueError(
+            f"batch_and_pad got {count} values for a batch of batch_size={batch_size}; pass "
+            "the same batch_size to batch and to batch_and_pad."
+        )
+    if count == batch_size:
+        return tree.stack(values)
+    padding = pad_like(values[0], pad_value)
+    return tree.stack([*values, *[padding] * (batch_size - count)])
+
+
+def pad_like(element: Any, pad_value: Any) -> Any:
+    """An element of `element`'s structure, each leaf `pad_value` in that leaf's shape and dtype.
+
+    Examples:
+        >>> pad_like({"a": np.ones((2,), np.float32), "b": [7, "xy"], "c": None}, 5)
+        {'a': array([5., 5.], dtype=float32), 'b': [array(5), array('5', dtype='<U2')], 'c': None}
+    """
+
+    def pad(leaf: Any) -> Any:
+        if leaf is None:  # an empty subtree stays empty
+            return None
+        array = np.asarray(leaf)
+        try:
+            return np.full(array.shape, pad_value, dtype=array.dtype)
+        except (OverflowError, TypeError, ValueError) as error:
+            raise ValueError(
+                f"pad_value={pad_value!r} does not fit a leaf of dtype {array.dtype} ({error}); "
+                "pass a pad_value every leaf's dtype can hold."
+            ) from None
+
+    return tree.map_leaves(pad, element)

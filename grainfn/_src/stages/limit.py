@@ -1,0 +1,77 @@
+"""The `limit` stage: the first `count` elements of a stream."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple, TypeVar
+
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    Stream,
+    WrappingStream,
+)
+
+T = TypeVar("T")
+
+
+@records.register
+class LimitState(NamedTuple):
+    """State of `limit`: how many elements it has passed on."""
+
+    taken: int
+    parent: Any
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class LimitedStream(WrappingStream):
+    """At most `count` elements of the parent."""
+
+    spec_rule = "parent"
+
+    count: int
+    record = LimitState
+
+    def open(self, state: Any) -> Cursor:
+        return _LimitCursor(self.parent.open(state.parent), state.taken, self.count)
+
+    def describe_stage(self) -> str:
+        return f"limit({self.count})"
+
+
+class _LimitCursor(BaseCursor):
+    def __init__(self, parent: Cursor, taken: int, count: int) -> None:
+        self.parent, self.taken, self.count = parent, taken, count
+        self.atomic = parent.atomic
+
+    def next(self) -> Any:
+        if self.taken >= self.count:
+            raise StopIteration
+        element = self.parent.next()
+        self.taken += 1
+        return element
+
+    def state(self) -> Any:
+        return LimitState(self.taken, self.parent.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+@toolz.curry
+def limit(count: int, stream: Stream[T]) -> Stream[T]:
+    """The first `count` elements of a stream.
+
+    Examples:
+        >>> from grainfn.fn import range, from_dataset
+        >>> from grainfn.fn import iterate
+        >>> list(iterate(limit(2, from_dataset(range(5)))))
+        [0, 1]
+    """
+    count = validate.check_positive_int(count, "count")
+    return LimitedStream(as_stream(stream, "limit"), count)

@@ -1,0 +1,314 @@
+"""Stages that call a user function on every element: map, random_map, map_with_index.
+
+`None` (a position a filter emptied) passes through them untouched, as in Grain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import Data, as_dataset, op_seed
+from grainfn._src.core.dataset import (
+    ElementStage,
+    function_name,
+    set_length,
+)
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    PassThroughStream,
+    Stream,
+    WrappingStream,
+    element_before,
+    state_of,
+)
+from grainfn._src.index.rng import ElementRng
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MappedDataset(ElementStage[Any]):
+    """`fn(element)` for every element."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[Any], Any]
+
+    def _get(self, index: int) -> Any:
+        element = self.parent._get(index)
+        if element is None:
+            return None
+        try:
+            return self.fn(element)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        fn = self.fn
+        return [None if e is None else fn(e) for e in self.parent._get_many(indices)]
+
+    def describe_stage(self) -> str:
+        return f"map({function_name(self.fn)})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RandomMappedDataset(ElementStage[Any]):
+    """`fn(element, rng)` where `rng` depends only on (seed, index)."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[Any, np.random.Generator], Any]
+    seed: int
+    rngs: ElementRng = dataclasses.field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_length(self, self.parent.length)
+        object.__setattr__(self, "rngs", ElementRng(self.seed))
+
+    def _get(self, index: int) -> Any:
+        element = self.parent._get(index)
+        if element is None:
+            return None
+        try:
+            return self.fn(element, self.rngs.at(index))
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        fn, at = self.fn, self.rngs.at
+        elements = self.parent._get_many(indices)
+        return [None if e is None else fn(e, at(i)) for e, i in zip(elements, indices.tolist())]
+
+    def describe_stage(self) -> str:
+        return f"random_map({function_name(self.fn)}, seed={self.seed})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class IndexMappedDataset(ElementStage[Any]):
+    """`fn(index, element)` for every element."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[int, Any], Any]
+
+    def _get(self, index: int) -> Any:
+        element = self.parent._get(index)
+        if element is None:
+            return None
+        try:
+            return self.fn(index, element)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        fn = self.fn
+        elements = self.parent._get_many(indices)
+        return [None if e is None else fn(i, e) for e, i in zip(elements, indices.tolist())]
+
+    def describe_stage(self) -> str:
+        return f"map_with_index({function_name(self.fn)})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MappedStream(PassThroughStream):
+    """`fn(element)` for every element."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[Any], Any]
+
+    def open(self, state: Any) -> Cursor:
+        return _MapCursor(self.parent.open(state), self.fn, self.describe_stage())
+
+    def describe_stage(self) -> str:
+        return f"map({function_name(self.fn)})"
+
+
+class _MapCursor(BaseCursor):
+    def __init__(self, parent: Cursor, fn: Callable[[Any], Any], stage: str) -> None:
+        self.parent, self.fn, self.stage = parent, fn, stage
+
+    def next(self) -> Any:
+        element = self.parent.next()
+        if element is None:
+            return None
+        try:
+            return self.fn(element)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, element_before(self.parent))
+            raise
+
+    def next_many(self, count: int) -> list[Any]:
+        fn = self.fn
+        elements = self.parent.next_many(count)
+        try:
+            return [None if e is None else fn(e) for e in elements]
+        except Exception as error:
+            where = f"one of the {len(elements)} stream elements up to {state_of(self.parent)}"
+            validate.note_user_error(error, self.stage, where)
+            raise
+
+    def state(self) -> Any:
+        return self.parent.state()
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+@records.register
+class CountState(NamedTuple):
+    """State of a stage that counts the elements it has passed on (random_map, map_with_index)."""
+
+    seen: int
+    parent: Any
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class CountingStream(WrappingStream):
+    """Base of stages that count the elements they pass on, in a CountState."""
+
+    record = CountState
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RandomMappedStream(CountingStream):
+    """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[Any, np.random.Generator], Any]
+    seed: int
+    rngs: ElementRng = dataclasses.field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rngs", ElementRng(self.seed))
+
+    def open(self, state: Any) -> Cursor:
+        fn, at = self.fn, self.rngs.at
+        return _CountCursor(
+            self.parent.open(state.parent),
+            state.seen,
+            lambda i, e: fn(e, at(i)),
+            self.describe_stage(),
+        )
+
+    def describe_stage(self) -> str:
+        return f"random_map({function_name(self.fn)}, seed={self.seed})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class IndexMappedStream(CountingStream):
+    """`fn(n, element)` for the n-th element of the stream."""
+
+    spec_rule = "mapped"
+
+    fn: Callable[[int, Any], Any]
+
+    def open(self, state: Any) -> Cursor:
+        return _CountCursor(
+            self.parent.open(state.parent), state.seen, self.fn, self.describe_stage()
+        )
+
+    def describe_stage(self) -> str:
+        return f"map_with_index({function_name(self.fn)})"
+
+
+class _CountCursor(BaseCursor):
+    """Applies `fn(n, element)` to the n-th element; `None`s are counted but not mapped."""
+
+    def __init__(
+        self, parent: Cursor, count: int, fn: Callable[[int, Any], Any], stage: str
+    ) -> None:
+        self.parent, self.count, self.fn, self.stage = parent, count, fn, stage
+
+    def next(self) -> Any:
+        element = self.parent.next()
+        index = self.count
+        self.count += 1
+        if element is None:
+            return None
+        try:
+            return self.fn(index, element)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, f"element {index} of its stream")
+            raise
+
+    def next_many(self, count: int) -> list[Any]:
+        elements = self.parent.next_many(count)
+        first, fn = self.count, self.fn
+        self.count += len(elements)
+        try:
+            return [None if e is None else fn(first + i, e) for i, e in enumerate(elements)]
+        except Exception as error:
+            where = f"elements {first} to {self.count - 1} of its stream"
+            validate.note_user_error(error, self.stage, where)
+            raise
+
+    def state(self) -> Any:
+        return CountState(self.count, self.parent.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+@toolz.curry
+def map(fn: Callable[[Any], Any], data: Data) -> Data:
+    """`fn(element)` for every element.
+
+    Examples:
+        >>> from grainfn.fn import range
+        >>> map(lambda x: x * x, range(4)).get_many([0, 1, 2, 3])
+        [0, 1, 4, 9]
+    """
+    validate.check_callable(fn, "map fn")
+    if isinstance(data, Stream):
+        return MappedStream(data, fn)
+    return MappedDataset(as_dataset(data, "map"), fn)
+
+
+@toolz.curry
+def random_map(
+    fn: Callable[[Any, np.random.Generator], Any], data: Data, *, seed: int | None = None
+) -> Data:
+    """`fn(element, rng)` with a generator that depends only on (seed, position).
+
+    On a dataset the position is the index; on a stream it is the number of
+    elements the stage has seen, as in Grain.
+
+    Examples:
+        >>> from grainfn.fn import range
+        >>> ds = random_map(lambda x, rng: x + rng.integers(100), range(3), seed=7)
+        >>> bool(ds.get(1) == ds.get(1))
+        True
+    """
+    validate.check_callable(fn, "random_map fn")
+    if isinstance(data, Stream):
+        return RandomMappedStream(data, fn, op_seed(seed, data, "random_map"))
+    ds = as_dataset(data, "random_map")
+    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map"))
+
+
+@toolz.curry
+def map_with_index(fn: Callable[[int, Any], Any], data: Data) -> Data:
+    """`fn(index, element)`: the dataset index, or the element's count in a stream.
+
+    Examples:
+        >>> from grainfn.fn import source
+        >>> map_with_index(lambda i, x: f"{x}{i}", source("ab")).get_many([0, 1, 2])
+        ['a0', 'b1', 'a2']
+    """
+    validate.check_callable(fn, "map_with_index fn")
+    if isinstance(data, Stream):
+        return IndexMappedStream(data, fn)
+    return IndexMappedDataset(as_dataset(data, "map_with_index"), fn)

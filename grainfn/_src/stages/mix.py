@@ -1,0 +1,317 @@
+"""Stages that route each position to one of several components: mix, concatenate, select."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import Data, as_components
+from grainfn._src.core.dataset import (
+    INFINITE,
+    Dataset,
+    ParentIndex,
+    set_length,
+)
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    Stream,
+)
+from grainfn._src.index import mixing, slicing
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class _Selection(Dataset[Any]):
+    """Base of stages that route each position to one of several components."""
+
+    spec_rule = "parent"
+
+    components: tuple[Dataset[Any], ...]
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return self.components
+
+    def _route(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _get(self, index: int) -> Any:
+        component, key = self._route(np.array([index], dtype=np.int64))
+        return self.components[int(component[0])]._get(int(key[0]))
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        which, keys = self._route(indices)
+        return gather(self.components, which, keys)
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        component, key = self._route(np.array([index], dtype=np.int64))
+        return ParentIndex(int(component[0]), int(key[0]))
+
+
+def gather(components: Sequence[Dataset[Any]], which: np.ndarray, keys: np.ndarray) -> list[Any]:
+    """Reads `components[which[j]]` at `keys[j]` for every j, one block call per component."""
+    if len(components) == 1:
+        return components[0]._get_many(keys)
+    # Group positions by component (stable, so each component reads its keys in
+    # order), read each group in one call, then put the elements back in place
+    # with one C-level gather instead of a Python loop over elements.
+    order = np.argsort(which, kind="stable")
+    grouped: list[Any] = []
+    start = 0
+    for component, count in enumerate(np.bincount(which, minlength=len(components)).tolist()):
+        if count:
+            grouped.extend(components[component]._get_many(keys[order[start : start + count]]))
+            start += count
+    if len(grouped) == 1:
+        return grouped
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return list(operator.itemgetter(*inverse.tolist())(grouped))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MixedDataset(_Selection):
+    """Interleaves components in fixed proportions; ends where the first runs out."""
+
+    weights: tuple[float, ...]
+    proportions: tuple[int, ...] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        proportions = mixing.int_proportions(self.weights)
+        object.__setattr__(self, "proportions", proportions)
+        set_length(self, mixing.mix_length([c.length for c in self.components], proportions))
+
+    def _get(self, index: int) -> Any:
+        component, key = mixing.mix_index(index, self.proportions)
+        return self.components[component]._get(key)
+
+    def _route(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return mixing.mix_indices(indices, self.proportions)
+
+    def describe_stage(self) -> str:
+        return f"mix(weights={list(self.weights)})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(*mixing.mix_index(index, self.proportions))
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ConcatenatedDataset(_Selection):
+    """Components one after another; epoch e reads epoch e of each."""
+
+    def __post_init__(self) -> None:
+        set_length(self, sum(c.length for c in self.components))
+
+    def _route(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        longest = max(c.length for c in self.components)
+        slicing.check_addressable(int(indices.max()), self.length, longest)
+        return mixing.concat_indices(indices, [c.length for c in self.components])
+
+    def describe_stage(self) -> str:
+        return f"concatenate({len(self.components)} datasets)"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class SelectedDataset(_Selection):
+    """Components chosen by a selection map: position -> (component, index)."""
+
+    selection_map: Any
+
+    def __post_init__(self) -> None:
+        set_length(self, len(self.selection_map))
+
+    def _get(self, index: int) -> Any:
+        component, key = self._select(index)
+        return self.components[component]._get(key)
+
+    def _route(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [self._select(i) for i in indices.tolist()]
+        which = np.fromiter((c for c, _ in pairs), dtype=np.int64, count=len(pairs))
+        keys = np.fromiter((k for _, k in pairs), dtype=np.int64, count=len(pairs))
+        return which, keys
+
+    def _select(self, index: int) -> tuple[int, int]:
+        component, key = self.selection_map[index]
+        if not 0 <= component < len(self.components) or key < 0:
+            raise IndexError(
+                f"selection_map[{index}] returned ({component}, {key}); it must return "
+                f"(dataset index in [0, {len(self.components)}), index >= 0)."
+            )
+        return int(component), int(key)
+
+    def describe_stage(self) -> str:
+        return f"select_from_datasets({type(self.selection_map).__name__})"
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(*self._select(index))
+
+
+@records.register
+class MixState(NamedTuple):
+    """State of a stream `mix`: the next mixed position, whether it ended, and each component."""
+
+    position: int
+    stopped: bool
+    components: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class MixedStream(Stream[Any]):
+    """Interleaves component streams in fixed proportions; stops when the one due runs out."""
+
+    spec_rule = "parent"
+
+    components: tuple[Stream[Any], ...]
+    weights: tuple[float, ...]
+    names: tuple[str, ...] | None = None
+    proportions: tuple[int, ...] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "proportions", mixing.int_proportions(self.weights))
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        return self.components
+
+    def init(self) -> Any:
+        return MixState(0, False, tuple(c.init() for c in self.components))
+
+    def open(self, state: Any) -> Cursor:
+        cursors = [c.open(s) for c, s in zip(self.components, state.components)]
+        return _MixCursor(cursors, self.proportions, state.position, state.stopped)
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        records.check_record(state, MixState, self.describe_stage(), path)
+        where = f"{path}.components" if path else "components"
+        if not isinstance(state.components, tuple) or len(state.components) != len(self.components):
+            raise ValueError(
+                f"State field {where} must hold {len(self.components)} component states, "
+                f"got {records.describe_value(state.components)}."
+            )
+        for i, (component, sub) in enumerate(zip(self.components, state.components)):
+            component.check_state(sub, f"{where}[{i}]")
+
+    def describe_stage(self) -> str:
+        if self.names is not None:
+            return f"mix({dict(zip(self.names, self.weights))})"
+        return f"mix(weights={list(self.weights)})"
+
+
+class _MixCursor(BaseCursor):
+    def __init__(
+        self, cursors: list[Cursor], proportions: tuple[int, ...], index: int, stopped: bool
+    ) -> None:
+        self.cursors, self.index, self.stopped = cursors, index, stopped
+        self.pattern = mixing.mix_pattern(proportions)
+        self.atomic = all(cursor.atomic for cursor in cursors)
+
+    def next(self) -> Any:
+        if self.stopped:
+            raise StopIteration
+        component = self.pattern(self.index)
+        try:
+            element = self.cursors[component].next()
+        except StopIteration:
+            self.index += 1
+            self.stopped = True
+            raise
+        self.index += 1  # only once the component gave it: a failure changes nothing
+        return element
+
+    def state(self) -> Any:
+        return MixState(self.index, self.stopped, tuple(c.state() for c in self.cursors))
+
+    def children(self) -> tuple[Cursor, ...]:
+        return tuple(self.cursors)
+
+
+def mix(
+    datasets: Sequence[Data] | Mapping[str, Data],
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+) -> Data:
+    """Interleaves datasets (or streams) in proportion to `weights`, uniform by default.
+
+    A mix of datasets ends where its first component would run out. A mix of
+    streams stops when the component due next is exhausted (Grain's rule);
+    streams may also be given as a dict of named components, with weights as a
+    dict of the same names, or as a list in the dict's own order. Named
+    components take turns in the order of their sorted names, as in Grain.
+
+    Examples:
+        >>> from grainfn.fn import from_dataset, source
+        >>> from grainfn import fn
+        >>> mix([fn.range(5), fn.range(7, 10)]).get_many(range(6))
+        [0, 7, 1, 8, 2, 9]
+        >>> from grainfn.fn import iterate
+        >>> b, a = from_dataset(source("b" * 8)), from_dataset(source("a" * 8))
+        >>> "".join(iterate(mix({"b": b, "a": a}, [3, 1])))  # b: 3, a: 1
+        'abbbabbbabb'
+    """
+    names: tuple[str, ...] | None = None
+    if isinstance(datasets, Mapping):
+        names = tuple(sorted(datasets))
+        if weights is not None and not isinstance(weights, Mapping):
+            weights = dict(zip(datasets, validate.check_weights(weights, len(datasets))))
+        datasets = [datasets[name] for name in names]
+        if isinstance(weights, Mapping):
+            if set(weights) != set(names):
+                raise ValueError(
+                    f"weights must name the same components as the datasets: "
+                    f"got {sorted(weights)} for {list(names)}."
+                )
+            weights = [weights[name] for name in names]
+    elif isinstance(weights, Mapping):
+        raise TypeError("weights may be a dict only when the datasets are a dict of named streams.")
+    components = as_components(datasets, "mix")
+    weights = (1.0,) * len(components) if weights is None else weights
+    checked = validate.check_weights(weights, len(components))
+    if isinstance(components[0], Stream):
+        return MixedStream(components, checked, names)
+    if names is not None:
+        raise TypeError("Named components are for streams; mix datasets as a list.")
+    for position, component in enumerate(components):
+        if component.length == 0:
+            raise ValueError(
+                f"Cannot mix an empty dataset: the dataset at position {position} has length 0."
+            )
+    return MixedDataset(components, checked)
+
+
+def concatenate(datasets: Sequence[Dataset[T]]) -> Dataset[T]:
+    """The datasets one after another; epoch e of the result reads epoch e of each.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> concatenate([fn.range(2), fn.range(5, 7)]).get_many(range(5))
+        [0, 1, 5, 6, 0]
+    """
+    components = as_components(datasets, "concatenate", streams=False)
+    for position, component in enumerate(components):
+        if component.length >= INFINITE:
+            raise ValueError(
+                f"Cannot concatenate an infinite dataset (position {position}); "
+                "concatenate finite datasets and repeat the result instead."
+            )
+    return ConcatenatedDataset(components)
+
+
+def select_from_datasets(datasets: Sequence[Dataset[T]], selection_map: Any) -> Dataset[T]:
+    """Position `i` reads `datasets[d][k]` where `(d, k) = selection_map[i]`.
+
+    `selection_map` needs `len()` (the length of the result) and `[]`.
+    """
+    components = as_components(datasets, "select_from_datasets", streams=False)
+    if not (hasattr(selection_map, "__len__") and hasattr(selection_map, "__getitem__")):
+        raise TypeError(
+            f"selection_map must support len() and [] returning (dataset index, index), "
+            f"got {selection_map!r}."
+        )
+    return SelectedDataset(components, selection_map)

@@ -1,0 +1,147 @@
+"""The `repeat` stage: a dataset's epochs one after another, or a stream restarted."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import Data, as_dataset
+from grainfn._src.core.dataset import (
+    INFINITE,
+    Dataset,
+    IndexStage,
+    set_length,
+)
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    Stream,
+    WrappingStream,
+)
+from grainfn._src.index import slicing
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RepeatedDataset(IndexStage[T]):
+    """The parent repeated `num_epochs` times (None: forever)."""
+
+    num_epochs: int | None
+    reseed_each_epoch: bool = True
+
+    def __post_init__(self) -> None:
+        parent_length = self.parent.length
+        if self.num_epochs is None:
+            set_length(self, INFINITE if parent_length else 0)
+        else:
+            set_length(self, min(INFINITE, self.num_epochs * parent_length))
+
+    def parent_indices(self, indices: np.ndarray) -> np.ndarray:
+        return slicing.repeat_indices(indices, self.parent.length, self.reseed_each_epoch)
+
+    def parent_index(self, index: int) -> int:
+        return int(slicing.repeat_indices(index, self.parent.length, self.reseed_each_epoch))
+
+    def describe_stage(self) -> str:
+        epochs = "forever" if self.num_epochs is None else f"{self.num_epochs} epochs"
+        reseed = "" if self.reseed_each_epoch else ", same epoch each time"
+        return f"repeat({epochs}{reseed})"
+
+
+@records.register
+class RepeatState(NamedTuple):
+    """State of `repeat`: the current epoch and the parent's state within it."""
+
+    epoch: int
+    parent: Any
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RepeatedStream(WrappingStream):
+    """The parent's elements again and again, `num_epochs` times or forever (None).
+
+    Each repetition restarts the parent from its initial state, so it yields the
+    same elements. A repetition that yields nothing ends the stream instead of
+    looping forever.
+    """
+
+    spec_rule = "parent"
+
+    num_epochs: int | None
+    record = RepeatState
+
+    def open(self, state: Any) -> Cursor:
+        return _RepeatCursor(self.parent, state.epoch, state.parent, self.num_epochs)
+
+    def describe_stage(self) -> str:
+        return f"repeat({'forever' if self.num_epochs is None else self.num_epochs})"
+
+
+class _RepeatCursor(BaseCursor):
+    def __init__(self, parent: Stream[Any], epoch: int, state: Any, num_epochs: int | None) -> None:
+        self.parent, self.epoch, self.num_epochs = parent, epoch, num_epochs
+        self.initial = parent.init()
+        self.cursor = parent.open(state)
+        self.atomic = self.cursor.atomic
+        self.fresh = state == self.initial  # this epoch started from the parent's beginning
+        self.produced = False
+
+    def next(self) -> Any:
+        while self.num_epochs is None or self.epoch < self.num_epochs:
+            try:
+                element = self.cursor.next()
+            except StopIteration:
+                if self.fresh and not self.produced:
+                    self.epoch = self.num_epochs if self.num_epochs is not None else self.epoch
+                    raise
+                self.epoch += 1
+                self.cursor.close()
+                self.cursor = self.parent.open(self.initial)
+                self.fresh, self.produced = True, False
+                continue
+            self.produced = True
+            return element
+        raise StopIteration
+
+    def state(self) -> Any:
+        return RepeatState(self.epoch, self.cursor.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.cursor,)
+
+
+@toolz.curry
+def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True) -> Data:
+    """`data` repeated `num_epochs` times, or forever for None.
+
+    A repeated dataset has length `num_epochs * length` (`sys.maxsize` if
+    forever) and each repetition is a new epoch (new shuffle, new draws) unless
+    `reseed_each_epoch=False`. A repeated stream restarts its parent from the
+    initial state, so it yields the same elements each time.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> repeat(2, fn.range(3)).get_many(range(6))
+        [0, 1, 2, 0, 1, 2]
+    """
+    if isinstance(num_epochs, (Dataset, Stream)):
+        raise TypeError(
+            "repeat(num_epochs, data) takes the data last; "
+            "use repeat(None, data) to repeat forever."
+        )
+    if num_epochs is not None:
+        num_epochs = validate.check_positive_int(num_epochs, "num_epochs", validate.INT64_MAX)
+    if isinstance(data, Stream):
+        if not reseed_each_epoch:
+            raise ValueError("reseed_each_epoch applies to datasets; a repeated stream restarts.")
+        return RepeatedStream(data, num_epochs)
+    ds = as_dataset(data, "repeat")
+    if ds.length >= INFINITE:
+        raise ValueError(f"Cannot repeat an infinite dataset:\n{ds!r}")
+    return RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))

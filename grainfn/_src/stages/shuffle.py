@@ -1,0 +1,54 @@
+"""The `shuffle` stage: a new pseudorandom permutation of a dataset in every epoch."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core.arguments import as_dataset, op_seed
+from grainfn._src.core.dataset import (
+    Dataset,
+    IndexStage,
+)
+from grainfn._src.index import slicing
+from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ShuffledDataset(IndexStage[T]):
+    """A new pseudorandom permutation of the parent in every epoch."""
+
+    seed: int
+
+    def parent_indices(self, indices: np.ndarray) -> np.ndarray:
+        slicing.check_addressable(int(indices.max()), self.length, self.length)
+        return shuffle_indices(indices, self.length, self.seed)
+
+    def parent_index(self, index: int) -> int:
+        slicing.check_addressable(index, self.length, self.length)
+        return shuffle_index(index, self.length, self.seed)
+
+    def describe_stage(self) -> str:
+        return f"shuffle(seed={self.seed})"
+
+
+@toolz.curry
+def shuffle(ds: Dataset[T], *, seed: int | None = None) -> Dataset[T]:
+    """A new pseudorandom permutation of `ds` in every epoch.
+
+    The permutation is computed per index in O(1) memory, for any length up to
+    2**63 - 1, and is the same as Grain's for the same seed.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> ds = shuffle(fn.range(5), seed=1)
+        >>> sorted(ds.get_many(range(5)))
+        [0, 1, 2, 3, 4]
+    """
+    ds = as_dataset(ds, "shuffle")
+    return ShuffledDataset(ds, op_seed(seed, ds, "shuffle"))

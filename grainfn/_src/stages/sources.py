@@ -1,0 +1,186 @@
+"""Leaf datasets: integer ranges and random-access sources (`fn.range`, `fn.source`)."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import (
+    Dataset,
+    function_name,
+    set_length,
+)
+
+T = TypeVar("T")
+
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+@runtime_checkable
+class RandomAccessDataSource(Protocol[T_co]):
+    """What a source needs: `len(source)` records and `source[i]` for `0 <= i < len`.
+
+    Subclassing it is optional: any object with these two methods works. For
+    worker processes it must pickle; a readable `__repr__` names it in
+    pipeline descriptions. A `__getitems__(indices)` method, if present, reads
+    a block of records at once.
+    """
+
+    def __len__(self) -> int:
+        """The number of records."""
+        ...
+
+    def __getitem__(self, index: int) -> T_co:
+        """The record at `index`, for `0 <= index < len(self)`."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeDataSource:
+    """The integers of `range(start, stop, step)` as a data source.
+
+    Examples:
+        >>> source = RangeDataSource(2, 10, 3)
+        >>> len(source), source[1]
+        (3, 5)
+    """
+
+    start: int
+    stop: int
+    step: int
+
+    def __len__(self) -> int:
+        return len(builtins.range(self.start, self.stop, self.step))
+
+    def __getitem__(self, index: int) -> int:
+        return builtins.range(self.start, self.stop, self.step)[index]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RangeDataset(Dataset[int]):
+    """The integers of `range(start, stop, step)`, repeated every epoch."""
+
+    spec_rule = "range"
+
+    start: int
+    stop: int
+    step: int
+
+    def __post_init__(self) -> None:
+        set_length(self, len(builtins.range(self.start, self.stop, self.step)))
+
+    def _get(self, index: int) -> int:
+        return self.start + (index % self.length) * self.step
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        values = self.start + (indices % self.length) * self.step
+        return values.tolist()
+
+    def describe_stage(self) -> str:
+        return f"range({self.start}, {self.stop}, {self.step})"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class SourceDataset(Dataset[Any]):
+    """The items of a random-access source: a Sequence or anything with `len` and `[]`.
+
+    A source that reads many items at once faster than one by one can offer a
+    `__getitems__(indices)` method (Grain's data sources do); it is used for
+    blocks of positions.
+    """
+
+    source: Any
+
+    def __post_init__(self) -> None:
+        set_length(self, len(self.source))
+
+    def _get(self, index: int) -> Any:
+        return self.source[index % self.length]
+
+    def _get_many(self, indices: np.ndarray) -> list[Any]:
+        positions = (indices % self.length).tolist()
+        read_many = _batched_reader(self.source)
+        if read_many is not None:
+            return list(read_many(positions))
+        return list(map(self.source.__getitem__, positions))
+
+    def describe_stage(self) -> str:
+        return f"source({function_name(self.source)}, length {self.length})"
+
+
+def _batched_reader(source: Any) -> Callable[[list[int]], Any] | None:
+    reader = getattr(source, "__getitems__", None)
+    return reader if callable(reader) else None
+
+
+def check_source(source: Any) -> Any:
+    """Checks that `source` supports `len(source)` and `source[i]`."""
+    if not (hasattr(source, "__len__") and hasattr(source, "__getitem__")):
+        raise TypeError(
+            f"A source must support len() and [] (a Sequence or a random-access data "
+            f"source), got {source!r} of type {type(source).__name__}."
+        )
+    return source
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ObjectDataset(Dataset[Any]):
+    """A stage an object defines itself: `len(obj)` positions per epoch, `obj[i]` at any index.
+
+    This is how a dataset class written against Grain's protocol (`__len__`,
+    and a `__getitem__` that answers every index >= 0, later epochs included)
+    joins a pipeline. `inputs` are the datasets it reads, for seeds and repr.
+    """
+
+    spec_rule = "object"
+
+    obj: Any
+    inputs: tuple[Dataset[Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        set_length(self, len(self.obj))
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return self.inputs
+
+    def _get(self, index: int) -> Any:
+        return self.obj[index]
+
+    def describe_stage(self) -> str:
+        return type(self.obj).__qualname__
+
+
+def range(start: int, stop: int | None = None, step: int = 1) -> Dataset[int]:
+    """The integers of Python's `range(start, stop, step)`.
+
+    Examples:
+        >>> range(2, 9, 3).get_many([0, 1, 2, 3])
+        [2, 5, 8, 2]
+    """
+    if stop is None:
+        start, stop = 0, start
+    start, stop, step = (
+        validate.check_integer(start, "start"),
+        validate.check_integer(stop, "stop"),
+        validate.check_integer(step, "step"),
+    )
+    if step == 0:
+        raise ValueError("range step must not be 0, got 0.")
+    return RangeDataset(start, stop, step)
+
+
+def source(data: Sequence[T] | Any) -> Dataset[T]:
+    """The items of a Sequence or a random-access data source (`len` and `[]`).
+
+    Examples:
+        >>> source("abc").get(4)
+        'b'
+    """
+    return SourceDataset(check_source(data))

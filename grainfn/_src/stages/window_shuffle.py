@@ -1,0 +1,201 @@
+"""The `window_shuffle` stage: a permutation inside each window of consecutive positions.
+
+On a dataset, each epoch permutes every window anew; on a stream, window `k` of
+consecutive elements is permuted with seed `seed + k` (Grain's
+`WindowShuffleIterDataset`), and the state holds positions, never the window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+import toolz
+
+from grainfn._src.core import state as records
+from grainfn._src.core import validate
+from grainfn._src.core.arguments import Data, as_dataset, op_seed
+from grainfn._src.core.dataset import (
+    IndexStage,
+)
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    OneParentStream,
+    Stream,
+)
+from grainfn._src.index import slicing, windows
+from grainfn._src.index.shuffle import shuffle_indices
+
+T = TypeVar("T")
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class WindowShuffledDataset(IndexStage[T]):
+    """A new permutation inside each window of `window_size` positions of every epoch."""
+
+    window_size: int
+    seed: int
+
+    def parent_indices(self, indices: np.ndarray) -> np.ndarray:
+        slicing.check_addressable(int(indices.max()), self.length, self.length)
+        return windows.window_shuffle_indices(indices, self.length, self.window_size, self.seed)
+
+    def describe_stage(self) -> str:
+        return f"window_shuffle({self.window_size}, seed={self.seed})"
+
+
+_SEED_LIMIT = 2**32
+
+
+@records.register
+class WindowShuffleState(NamedTuple):
+    """State of a stream `window_shuffle`: window number, elements yielded, state at its start."""
+
+    window: int
+    emitted: int
+    parent: Any
+
+
+def window_order(window: list[Any], seed: int) -> list[Any]:
+    """The elements of one window in the order they are yielded.
+
+    Args:
+        window: The window's elements in stream order (not empty).
+        seed: The window's shuffle seed, in [0, 2**32).
+
+    Returns:
+        `[window[perm(p)] for p in reversed(range(len(window)))]`, where `perm`
+        is the shuffle bijection of `len(window)` positions keyed by `seed`.
+
+    Examples:
+        >>> sorted(window_order(list("abcd"), seed=5))
+        ['a', 'b', 'c', 'd']
+        >>> window_order(["x"], seed=5)
+        ['x']
+    """
+    size = len(window)
+    permutation = shuffle_indices(np.arange(size - 1, -1, -1, dtype=np.int64), size, seed)
+    return [window[j] for j in permutation.tolist()]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class WindowShuffledStream(OneParentStream):
+    """The parent's elements, shuffled within windows of `window_size` (see the module doc)."""
+
+    spec_rule = "parent"
+
+    window_size: int
+    seed: int
+
+    def init(self) -> WindowShuffleState:
+        return WindowShuffleState(0, 0, self.parent.init())
+
+    def open(self, state: Any) -> Cursor:
+        return _WindowCursor(self.parent.open(state.parent), state, self.window_size, self.seed)
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        records.check_record(state, WindowShuffleState, self.describe_stage(), path)
+        if state.emitted >= self.window_size:
+            where = f"{path}.emitted" if path else "emitted"
+            raise ValueError(
+                f"State field {where} is {state.emitted}, but a window holds at most "
+                f"{self.window_size} elements; this state belongs to another pipeline."
+            )
+        self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+
+    def describe_stage(self) -> str:
+        return f"window_shuffle({self.window_size}, seed={self.seed})"
+
+
+class _WindowCursor(BaseCursor):
+    """Yields `order[taken:]`, the current window in output order, then reads the next one."""
+
+    def __init__(self, parent: Cursor, state: WindowShuffleState, size: int, seed: int) -> None:
+        self.parent, self.size, self.seed = parent, size, seed
+        self.window = state.window
+        self.start = state.parent  # the parent's state before the current window
+        self.order: list[Any] = []
+        self.taken = 0
+        if state.emitted:
+            self._fill()
+            if state.emitted > len(self.order):
+                raise ValueError(
+                    f"State says {state.emitted} elements of window {state.window} were "
+                    f"yielded, but the window holds {len(self.order)}; this state belongs to "
+                    "another pipeline."
+                )
+            self._take(state.emitted)
+
+    def _fill(self) -> None:
+        """Reads the next window; raises StopIteration if the parent has no element left."""
+        self.start = self.parent.state()
+        window = self.parent.next_many(self.size)
+        if not window:
+            raise StopIteration
+        self.order = window_order(window, (self.seed + self.window) % _SEED_LIMIT)
+        self.taken = 0
+
+    def _take(self, count: int) -> None:
+        self.taken += count
+        if self.taken == len(self.order):  # the window is done: the state moves past it
+            self.window += 1
+            self.order, self.taken = [], 0
+
+    def next(self) -> Any:
+        if not self.order:
+            self._fill()
+        element = self.order[self.taken]
+        self._take(1)
+        return element
+
+    def next_many(self, count: int) -> list[Any]:
+        out: list[Any] = []
+        while len(out) < count:
+            if not self.order:
+                try:
+                    self._fill()
+                except StopIteration:
+                    break
+            part = self.order[self.taken : self.taken + count - len(out)]
+            out.extend(part)
+            self._take(len(part))
+        return out
+
+    def state(self) -> WindowShuffleState:
+        if self.order:
+            return WindowShuffleState(self.window, self.taken, self.start)
+        return WindowShuffleState(self.window, 0, self.parent.state())
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+@toolz.curry
+def window_shuffle(window_size: int, data: Data, *, seed: int | None = None) -> Data:
+    """A new permutation inside each window of `window_size` consecutive positions.
+
+    Elements move at most `window_size - 1` positions, so reads stay local (a
+    cheap shuffle for sources that are slow to read at random). On a dataset,
+    each epoch draws new permutations and full windows match Grain's
+    `WindowShuffleMapDataset`. On a stream, window `k` of consecutive elements
+    is permuted with seed `seed + k` and the output equals Grain's
+    `WindowShuffleIterDataset`; the state holds positions, never the window.
+
+    Examples:
+        >>> from grainfn.fn import range, from_dataset
+        >>> ds = window_shuffle(4, range(10), seed=3)
+        >>> [sorted(ds.get_many(w)) for w in ([0, 1, 2, 3], [8, 9])]
+        [[0, 1, 2, 3], [8, 9]]
+        >>> from grainfn.fn import iterate
+        >>> out = list(iterate(window_shuffle(4, from_dataset(range(10)), seed=3)))
+        >>> sorted(out[:4]), sorted(out[8:])
+        ([0, 1, 2, 3], [8, 9])
+    """
+    window_size = validate.check_positive_int(window_size, "window_size")
+    if isinstance(data, Stream):
+        seed = op_seed(seed, data, "window_shuffle")
+        return WindowShuffledStream(data, window_size, seed)
+    ds = as_dataset(data, "window_shuffle")
+    return WindowShuffledDataset(ds, window_size, op_seed(seed, ds, "window_shuffle"))
