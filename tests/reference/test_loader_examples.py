@@ -27,7 +27,7 @@ import pytest
 
 import grainfn as grain
 
-from test_reference_examples import quick_reference_ops
+from reference.test_grain_api_overview import quick_reference_ops
 
 
 def assert_same_batches(ours: list[Any], theirs: list[Any]) -> None:
