@@ -1,8 +1,13 @@
 """Test configuration: hypothesis profiles and shared fixtures."""
 
+from __future__ import annotations
+
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from grainfn.sources import write_array_records
 
 # "ci" is fully deterministic so that a red CI run is reproducible bit for bit;
 # "dev" explores more and draws fresh examples each run.
@@ -16,3 +21,29 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+# Shared ArrayRecord files, written once per session and read by many tests
+# (tests/array_record/ and the differential tests in tests/differential/).
+RECORDS = [f"record {i:03d} ".encode() * (1 + i % 5) for i in range(203)]
+"""Records of varying sizes, every one distinct, so a misplaced read shows."""
+
+
+@pytest.fixture(scope="session")
+def three_shards(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """`RECORDS` in three shard files of 68, 68 and 67 records."""
+    folder = tmp_path_factory.mktemp("three")
+    return write_array_records(RECORDS, folder / "data", num_shards=3)
+
+
+@pytest.fixture(scope="session")
+def one_shard(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """`RECORDS` in one file."""
+    folder = tmp_path_factory.mktemp("one")
+    return write_array_records(RECORDS, folder / "single.array_record")
+
+
+@pytest.fixture(scope="session")
+def records() -> list[bytes]:
+    """The records the shared files hold, in order."""
+    return list(RECORDS)

@@ -1,13 +1,14 @@
 """The DataLoader-side code examples of Grain's documentation, run with grainfn.
 
-Companion of test_reference_examples.py (the Dataset API), with the same rules:
-each test runs an example of /work/shared/reference/ as written, with
-`import grainfn as grain`; names an example leaves undefined (`my_source`,
-`decode_proto`, `train_step`, ...) are small stand-ins defined next to it;
-where the output is not shown, the test asserts a property of it and, marked
-`grain`, that Grain 0.2.18 gives the same for the same code (with
-`worker_count=0` on Grain's side where the example starts workers: grainfn's
-output does not depend on the worker count, and equals Grain's without workers).
+Companion of the Dataset API modules of this folder (test_grain_*.py), with
+the same rules (see shared.py): each test runs an example of
+/work/shared/reference/ as written, with `import grainfn as grain`; names an
+example leaves undefined (`my_source`, `decode_proto`, `train_step`, ...) are
+small stand-ins defined next to it; where the output is not shown, the test
+asserts a property of it and, marked `grain`, that Grain 0.2.18 gives the same
+for the same code (with `worker_count=0` on Grain's side where the example
+starts workers: grainfn's output does not depend on the worker count, and
+equals Grain's without workers).
 
 Examples covered here: overview "ShardOptions / ShardByJaxProcess /
 NoSharding", "IndexSampler", the DataLoader of "Transformation base classes";
@@ -27,7 +28,7 @@ import pytest
 
 import grainfn as grain
 
-from test_reference_examples import quick_reference_ops
+from reference.shared import quick_reference_ops
 
 
 def assert_same_batches(ours: list[Any], theirs: list[Any]) -> None:
