@@ -116,6 +116,17 @@ class Dataset(Generic[T]):
         get = self._get
         return [get(i) for i in indices.tolist()]
 
+    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
+        """The elements at `indices` as the rows of one array, or None if not available.
+
+        Row `j` equals element `indices[j]`, and the array equals what
+        `pytree.stack` makes of those elements. A source of numbers gives it
+        without one Python object per element, stages that only move indices
+        pass it through, and `batch` cuts its batches out of it. Every other
+        stage answers None.
+        """
+        return None
+
     def describe_stage(self) -> str:
         """One line naming this stage and its arguments, without its parents."""
         return type(self).__name__
@@ -178,6 +189,9 @@ class IndexStage(OneParent[T]):
 
     def _get_many(self, indices: np.ndarray) -> list[T | None]:
         return self.parent._get_many(self.parent_indices(indices))
+
+    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
+        return self.parent._get_array(self.parent_indices(indices))
 
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(0, self.parent_index(index))

@@ -38,6 +38,55 @@ def stack(elements: Sequence[Any]) -> Any:
     return _stack_at(elements, "")
 
 
+def stack_runs(elements: Sequence[Any], sizes: np.ndarray) -> list[Any]:
+    """`stack` of each run of consecutive elements, the runs having the given sizes.
+
+    Elements that are all numbers of one type, or all arrays of one dtype and
+    shape, are stacked in one numpy call and cut into runs (views of one
+    array), which gives the same arrays as stacking each run alone.
+
+    Examples:
+        >>> stack_runs([1, 2, 3, 4, 5], np.array([2, 2, 1]))
+        [array([1, 2]), array([3, 4]), array([5])]
+    """
+    array = _stack_uniform(elements)
+    if array is not None:
+        return split_rows(array, sizes)
+    ends = np.cumsum(sizes).tolist()
+    return [stack(elements[e - s : e]) for s, e in zip(sizes.tolist(), ends)]
+
+
+def split_rows(array: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
+    """The rows of `array` cut into consecutive runs of the given sizes (views, not copies).
+
+    Examples:
+        >>> split_rows(np.arange(5), np.array([2, 2, 1]))
+        [array([0, 1]), array([2, 3]), array([4])]
+    """
+    size = int(sizes[0])
+    if len(sizes) * size == len(array):  # equal runs: one reshape, then its rows
+        return list(array.reshape(len(sizes), size, *array.shape[1:]))
+    return np.split(array, np.cumsum(sizes)[:-1].tolist())
+
+
+def _stack_uniform(elements: Sequence[Any]) -> np.ndarray | None:
+    """All `elements` stacked at once if that equals stacking any run of them; else None."""
+    kinds = set(map(type, elements))
+    if len(kinds) != 1:
+        return None
+    kind = kinds.pop()
+    if kind is np.ndarray:
+        first = elements[0]
+        if any(e.dtype != first.dtype or e.shape != first.shape for e in elements):
+            return None
+        return np.stack(elements)
+    if not issubclass(kind, _SCALARS) or issubclass(kind, np.flexible):
+        return None  # strings and bytes: a run's width would be its own longest
+    array = np.array(elements)
+    # Python ints past int64 make an object or uint64 array; a run of them alone may not.
+    return None if kind is int and array.dtype != np.int64 else array
+
+
 def map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
     """Applies `fn` to every leaf of `tree`, keeping its structure.
 

@@ -31,6 +31,7 @@ _SEED_SEQ_INIT = 0x8B8B8B8B
 _TABLE_BITS = 16  # the smallest block: cycle-walked once per (length, seed) into a table
 _CHUNK = 1 << 16  # numpy temporaries of this many elements stay in cache
 _PYTHON_MAX = 16  # up to this many values are cheaper to encrypt with Python ints
+_TABLE_ROUND_BITS = 16  # half-blocks up to this many bits look the round function up in a table
 
 
 def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
@@ -69,6 +70,8 @@ def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
     if array.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got dtype {array.dtype}.")
     flat = array.astype(np.int64, copy=False).reshape(-1)
+    if 0 < flat.size <= _CHUNK:
+        return cast(_Array, _shuffle_chunk(flat, length, seed).reshape(array.shape))
     out = np.empty_like(flat)
     for start in range(0, flat.size, _CHUNK):
         out[start : start + _CHUNK] = _shuffle_chunk(flat[start : start + _CHUNK], length, seed)
@@ -191,6 +194,8 @@ def _permute_int(position: int, length: int, seed: int) -> int:
 
 def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
     """Encrypts a numpy or jax uint32 / uint64 array of `2 * w`-bit values."""
+    if w <= _TABLE_ROUND_BITS and isinstance(value, np.ndarray):
+        return _encrypt_by_table(value, w, keys)
     mask, s1, s2, s8 = np.uint32((1 << w) - 1), w - 1, w - 2, w - 8
 
     def f(x: Any) -> Any:  # Simon's round function, rotations within w bits
@@ -201,6 +206,40 @@ def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
         left = left ^ f(right) ^ keys[k]
         right = right ^ f(left) ^ keys[k + 1]
     return (left.astype(value.dtype) << w) | right.astype(value.dtype)
+
+
+def _encrypt_by_table(value: np.ndarray, w: int, keys: Sequence[Any]) -> np.ndarray:
+    """`_encrypt` for numpy with the round function looked up in a table of all w-bit inputs.
+
+    One gather replaces the eleven array operations of the round function, and
+    the halves are worked on in place as uint16.
+    """
+    table: Any = _round_table(w)
+    left: Any = (value >> w).astype(np.uint16)
+    right: Any = (value & value.dtype.type((1 << w) - 1)).astype(np.uint16)
+    if keys[0].dtype != np.uint16:
+        keys = [k.astype(np.uint16) for k in keys]
+    looked_up = np.empty_like(left)
+    for k in range(0, _ROUNDS, 2):
+        left ^= table.take(right, out=looked_up)
+        left ^= keys[k]
+        right ^= table.take(left, out=looked_up)
+        right ^= keys[k + 1]
+    out = left.astype(value.dtype)
+    out <<= value.dtype.type(w)
+    out |= right
+    return out
+
+
+@functools.cache
+def _round_table(w: int) -> np.ndarray:
+    """Simon's round function of every w-bit value: `_encrypt_by_table` looks it up."""
+    x = np.arange(1 << w, dtype=np.uint32)
+    mask, s1, s2, s8 = np.uint32((1 << w) - 1), w - 1, w - 2, w - 8
+    table = (((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask
+    table = table.astype(np.uint16)
+    table.flags.writeable = False
+    return table
 
 
 def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
@@ -242,14 +281,17 @@ def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -
         seed_list = [seeds] * position.size if isinstance(seeds, int) else seeds.tolist()
         pairs = zip(position.tolist(), seed_list, strict=True)
         return np.array([_walk_int(p, max_index, w, _int_keys(s, w)) for p, s in pairs], np.uint64)
+    half = np.uint16 if w <= 16 else np.uint32
     if isinstance(seeds, int):
-        keys: list[Any] = [np.uint32(k) for k in _int_keys(seeds, w)]
+        keys: list[Any] = [half(k) for k in _int_keys(seeds, w)]
     else:
         keys = _array_keys(seeds, np.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
+        keys = [k.astype(half) for k in keys]
     value = _encrypt(position.astype(np.uint32 if bits <= 32 else np.uint64), w, keys)
     active = np.flatnonzero(value > max_index)
     while active.size > _PYTHON_MAX:  # cycle walking: re-encrypt only values out of range
-        walked = _encrypt(value[active], w, [k if np.ndim(k) == 0 else k[active] for k in keys])
+        walk_keys = keys if isinstance(seeds, int) else [k[active] for k in keys]
+        walked = _encrypt(value[active], w, walk_keys)
         value[active] = walked
         active = active[walked > max_index]
     for i in active.tolist():  # the last few stragglers are cheaper one by one
@@ -267,8 +309,12 @@ def _shuffle_chunk(indices: np.ndarray, length: int, seed: int) -> np.ndarray:
         raise ValueError(f"index {high} shuffles to a position that may not fit in int64.")
     if first_epoch == last_epoch:
         base = first_epoch * length
-        out = _permute_numpy(indices - base, length, (seed + first_epoch) % _SEED_LIMIT)
-        return out.astype(np.int64) + base
+        positions = indices - base if base else indices
+        out = _permute_numpy(positions, length, (seed + first_epoch) % _SEED_LIMIT)
+        out = out.astype(np.int64, copy=False)
+        if base:
+            out += base
+        return out
     epoch = indices // length
     seeds = (epoch % _SEED_LIMIT).astype(np.uint32) + np.uint32(seed)
     out = _permute_numpy(indices - epoch * length, length, seeds)

@@ -63,13 +63,15 @@ class BatchedDataset(OneParent):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         starts, stops = self._bounds(indices)
         sizes = stops - starts
-        ends = np.cumsum(sizes)
-        # All parent positions of the block in one array: start of each batch
-        # repeated over its size, plus the offset inside the batch.
-        offsets = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
-        elements = self.parent._get_many(np.repeat(starts, sizes) + offsets)
-        make = self.batch_fn or tree.stack
-        return [make(elements[e - s : e]) for s, e in zip(sizes.tolist(), ends.tolist())]
+        positions = _parent_positions(starts, stops, sizes)
+        if self.batch_fn is None:
+            array = self.parent._get_array(positions)
+            if array is not None:
+                return tree.split_rows(array, sizes)
+            return tree.stack_runs(self.parent._get_many(positions), sizes)
+        make, elements = self.batch_fn, self.parent._get_many(positions)
+        ends = np.cumsum(sizes).tolist()
+        return [make(elements[e - s : e]) for s, e in zip(sizes.tolist(), ends)]
 
     def describe_stage(self) -> str:
         extra = ", drop_remainder=True" if self.drop_remainder else ""
@@ -80,6 +82,16 @@ class BatchedDataset(OneParent):
         """The first parent index of the batch, and the batch's size."""
         starts, stops = self._bounds(np.array([index], dtype=np.int64))
         return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
+
+
+def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """All parent positions of a block of batches, in order: `[starts[j], stops[j])` for each j."""
+    if np.array_equal(starts[1:], stops[:-1]):  # batches that follow each other: one range
+        return np.arange(int(starts[0]), int(stops[-1]), dtype=np.int64)
+    # The start of each batch repeated over its size, plus the offset inside the batch.
+    ends = np.cumsum(sizes)
+    offsets = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
+    return np.repeat(starts, sizes) + offsets
 
 
 def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:

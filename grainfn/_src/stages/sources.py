@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 T_co = TypeVar("T_co", covariant=True)
 
+NUMBER_KINDS = "biufc"
+"""The numpy dtype kinds whose rows a numpy source hands out as one array (not objects)."""
+
 
 @runtime_checkable
 class RandomAccessDataSource(Protocol[T_co]):
@@ -79,8 +82,15 @@ class RangeDataset(Dataset[int]):
         return self.start + (index % self.length) * self.step
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
-        values = self.start + (indices % self.length) * self.step
-        return values.tolist()
+        return self._get_array(indices).tolist()
+
+    def _get_array(self, indices: np.ndarray) -> np.ndarray:
+        offsets = indices % self.length
+        if self.step != 1:
+            offsets *= self.step
+        if self.start:
+            offsets += self.start
+        return offsets
 
     def describe_stage(self) -> str:
         return f"range({self.start}, {self.stop}, {self.step})"
@@ -102,6 +112,12 @@ class SourceDataset(Dataset[Any]):
 
     def _get(self, index: int) -> Any:
         return self.source[index % self.length]
+
+    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
+        source = self.source
+        if isinstance(source, np.ndarray) and source.dtype.kind in NUMBER_KINDS:
+            return source[indices % self.length]  # what stacking the rows would give
+        return None
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         positions = (indices % self.length).tolist()
