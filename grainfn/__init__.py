@@ -34,10 +34,6 @@ from grainfn._src.facade.loader import DataLoaderIterator as DataLoaderIterator
 from grainfn._src.facade.loader import load as load
 from grainfn._src.facade.options import MultiprocessingOptions as MultiprocessingOptions
 from grainfn._src.facade.options import ReadOptions as ReadOptions
-from grainfn._src.facade.transforms import Batch as Batch
-from grainfn._src.facade.transforms import FilterTransform as FilterTransform
-from grainfn._src.facade.transforms import MapTransform as MapTransform
-from grainfn._src.facade.transforms import RandomMapTransform as RandomMapTransform
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource as ArrayRecordDataSource
 from grainfn._src.lazy import lazy_attributes
 from grainfn._src.loader.records import Record as Record
@@ -49,6 +45,10 @@ from grainfn._src.loader.sharding import ShardByJaxProcess as ShardByJaxProcess
 from grainfn._src.loader.sharding import ShardOptions as ShardOptions
 from grainfn._src.parallel.processes import WorkerError as WorkerError
 from grainfn._src.stages.sources import RandomAccessDataSource as RandomAccessDataSource
+from grainfn._src.transforms import Batch as Batch
+from grainfn._src.transforms import FilterTransform as FilterTransform
+from grainfn._src.transforms import MapTransform as MapTransform
+from grainfn._src.transforms import RandomMapTransform as RandomMapTransform
 
 if TYPE_CHECKING:
     from grainfn._src.facade.inspection import describe as describe

@@ -24,13 +24,13 @@ from grainfn._src.facade.experimental import index_shuffle as index_shuffle
 from grainfn._src.facade.formats import ParquetIterDataset as ParquetIterDataset
 from grainfn._src.facade.packing import BestFitPackIterDataset as BestFitPackIterDataset
 from grainfn._src.facade.packing import FirstFitPackIterDataset as FirstFitPackIterDataset
-from grainfn._src.facade.transforms import FlatMapTransform as FlatMapTransform
-from grainfn._src.facade.transforms import MapWithIndexTransform as MapWithIndexTransform
-from grainfn._src.facade.transforms import apply_transformations as apply_transformations
 from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStruct
 from grainfn._src.inspect.element_spec import ShapeDtypeStructProtocol as ShapeDtypeStructProtocol
 from grainfn._src.inspect.element_spec import get_element_spec as get_element_spec
 from grainfn._src.lazy import reexports
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
+from grainfn._src.transforms import FlatMapTransform as FlatMapTransform
+from grainfn._src.transforms import MapWithIndexTransform as MapWithIndexTransform
+from grainfn._src.transforms import apply_transformations as apply_transformations
 
 __all__ = reexports(Path(__file__).read_text())[0]

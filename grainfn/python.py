@@ -12,17 +12,6 @@ from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, load
 from grainfn._src.facade.loader import DataLoaderIterator as PyGrainDatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
-from grainfn._src.facade.transforms import (
-    Batch,
-    DatasetSelectionMap,
-    Transformation,
-    Transformations,
-)
-from grainfn._src.facade.transforms import Filter as FilterTransform
-from grainfn._src.facade.transforms import FlatMap as FlatMapTransform
-from grainfn._src.facade.transforms import Map as MapTransform
-from grainfn._src.facade.transforms import MapWithIndex as MapWithIndexTransform
-from grainfn._src.facade.transforms import RandomMap as RandomMapTransform
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.loader.operations import (
     BatchOperation,
@@ -34,6 +23,17 @@ from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import IndexSampler, Sampler, SequentialSampler
 from grainfn._src.loader.sharding import NoSharding, ShardByJaxProcess, ShardOptions
 from grainfn._src.stages.sources import RandomAccessDataSource, RangeDataSource
+from grainfn._src.transforms import (
+    Batch,
+    DatasetSelectionMap,
+    Transformation,
+    Transformations,
+)
+from grainfn._src.transforms import Filter as FilterTransform
+from grainfn._src.transforms import FlatMap as FlatMapTransform
+from grainfn._src.transforms import Map as MapTransform
+from grainfn._src.transforms import MapWithIndex as MapWithIndexTransform
+from grainfn._src.transforms import RandomMap as RandomMapTransform
 
 __all__ = [
     "ArrayRecordDataSource",

@@ -12,7 +12,7 @@ Examples:
     [0, 10, 20]
 """
 
-from grainfn._src.facade.transforms import (
+from grainfn._src.transforms import (
     Batch,
     DatasetSelectionMap,
     Filter,

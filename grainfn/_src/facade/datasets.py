@@ -18,8 +18,8 @@ from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
-from grainfn._src.facade.transforms import FlatMap, apply_transformations, as_function
 from grainfn._src.stages.sources import ObjectDataset
+from grainfn._src.transforms import FlatMap, apply_transformations, as_function
 
 T = TypeVar("T")
 _S = TypeVar("_S", bound="_Stages[Any]")

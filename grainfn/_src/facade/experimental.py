@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
-from grainfn._src.facade.transforms import FlatMap
 from grainfn._src.index.shuffle import shuffle_index
 from grainfn._src.testing.assertions import assert_resumable
+from grainfn._src.transforms import FlatMap
 
 T = TypeVar("T")
 

@@ -12,11 +12,11 @@ from grainfn._src.core import validate
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
-from grainfn._src.facade.transforms import Batch
-from grainfn._src.loader.pipeline import OPERATIONS, check_operation, loader_stream
+from grainfn._src.loader.pipeline import check_operation, is_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
 from grainfn._src.stages.sources import check_source
+from grainfn._src.transforms import Batch
 
 LOADER_FIELDS = ("sampler", "data_source")
 """The fields of a DataLoader state that name the loader, besides the pipeline."""
@@ -72,7 +72,7 @@ class DataLoader:
             )
         self._sampler = sampler
         _check_sampler_fits(sampler, self._data_source)
-        if isinstance(operations, OPERATIONS) or not isinstance(operations, Iterable):
+        if is_operation(operations) or not isinstance(operations, Iterable):
             operations = [operations]  # one operation; check_operation names a wrong one
         self._operations = tuple(check_operation(op) for op in operations)
         count = available_cores() if worker_count is None else worker_count

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grainfn import fn
+from grainfn._src import transforms
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade import transforms
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.records import record_data
 from grainfn._src.loader.sampled import sampled
@@ -69,51 +69,47 @@ def loader_stream(
     return stream
 
 
+OPERATIONS: tuple[tuple[type[Any], str, str], ...] = (
+    *transforms.TRANSFORMS,
+    (ops.MapOperation, "map", "map_function"),
+    (ops.RandomMapOperation, "random_map", "random_map_function"),
+    (ops.FilterOperation, "filter", "condition_function"),
+    (ops.BatchOperation, "batch", "batch_fn"),
+)
+"""What a DataLoader takes: Grain's transformations (their one table) and legacy operations."""
+
+_RECORD_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
+    "map": ops.RecordMap,
+    "random_map": ops.RecordRandomMap,
+    "map_with_index": ops.RecordIndexMap,
+}
+"""How a one-to-one stage's function is lifted to records (metadata kept alongside)."""
+
+
 def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -> Any:
-    if isinstance(operation, (transforms.Batch, ops.BatchOperation)):
+    step = transforms.step_of(operation, OPERATIONS)
+    assert step is not None, "checked by check_operation"
+    if step.stage == "batch":
         if isinstance(data, Dataset) and upstream_holes(data) is not None:
             data = to_stream(data)
         return fn.batch(
             operation.batch_size,
             data,
             drop_remainder=operation.drop_remainder,
-            batch_fn=ops.RecordBatch(operation.batch_fn),
+            batch_fn=ops.RecordBatch(step.function),
         )
-    if isinstance(operation, transforms.FlatMap):
-        record_fn = ops.RecordFlatMap(operation.flat_map, operation.max_fan_out)
+    assert step.function is not None, "only a batch may have no function"
+    if step.stage == "flat_map":
+        record_fn = ops.RecordFlatMap(step.function, operation.max_fan_out)
         return fn.flat_map(record_fn, to_stream(data))
-    if isinstance(operation, transforms.Filter):
-        return fn.filter(ops.RecordFilter(operation.filter), data)
-    if isinstance(operation, ops.FilterOperation):
-        return fn.filter(ops.RecordFilter(operation.condition_function), data)
-    return fn.map(_record_map(operation), data)
+    if step.stage == "filter":
+        return fn.filter(ops.RecordFilter(step.function), data)
+    return fn.map(_RECORD_FUNCTIONS[step.stage](step.function), data)
 
 
-def _record_map(operation: Any) -> Callable[[Any], Any]:
-    if isinstance(operation, transforms.Map):
-        return ops.RecordMap(operation.map)
-    if isinstance(operation, ops.MapOperation):
-        return ops.RecordMap(operation.map_function)
-    if isinstance(operation, transforms.RandomMap):
-        return ops.RecordRandomMap(operation.random_map)
-    if isinstance(operation, ops.RandomMapOperation):
-        return ops.RecordRandomMap(operation.random_map_function)
-    return ops.RecordIndexMap(operation.map_with_index)  # checked by loader_stream
-
-
-OPERATIONS = (
-    transforms.Map,
-    transforms.RandomMap,
-    transforms.MapWithIndex,
-    transforms.Filter,
-    transforms.FlatMap,
-    transforms.Batch,
-    ops.MapOperation,
-    ops.RandomMapOperation,
-    ops.FilterOperation,
-    ops.BatchOperation,
-)
-"""The operation classes a DataLoader takes: Grain's transformations and legacy operations."""
+def is_operation(value: Any) -> bool:
+    """Whether a DataLoader takes `value` as one operation (see `OPERATIONS`)."""
+    return transforms.step_of(value, OPERATIONS) is not None
 
 
 def check_operation(operation: Any) -> Any:
@@ -123,7 +119,7 @@ def check_operation(operation: Any) -> Any:
         TypeError: for anything else (a function of the whole iterator cannot be
             checkpointed), naming the classes that are taken.
     """
-    if isinstance(operation, OPERATIONS):
+    if is_operation(operation):
         return operation
     raise TypeError(
         f"DataLoader operations must be Map, RandomMap, MapWithIndex, Filter, FlatMap or Batch "

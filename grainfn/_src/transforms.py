@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 
@@ -91,12 +91,52 @@ class DatasetSelectionMap(abc.ABC):
 Transformation = Union[Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap]  # noqa: UP007
 Transformations = Sequence[Transformation]
 
-_METHODS: dict[str, tuple[type[Any], str]] = {
-    "map": (Map, "map"),
-    "random_map": (RandomMap, "random_map"),
-    "map_with_index": (MapWithIndex, "map_with_index"),
-    "filter": (Filter, "filter"),
-}
+
+class Step(NamedTuple):
+    """What a transformation does: the stage it becomes and the function it gives that stage.
+
+    Attributes:
+        stage: One of "map", "random_map", "map_with_index", "filter",
+            "flat_map" and "batch": the `grainfn.fn` function that applies it.
+        function: The function the stage calls (a bound method), or for a
+            batch its `batch_fn` (None: stack).
+        transform: The transformation itself (a Batch's size and remainder
+            rule, a FlatMap's `max_fan_out` are read from it).
+    """
+
+    stage: str
+    function: Callable[..., Any] | None
+    transform: Any
+
+
+TRANSFORMS: tuple[tuple[type[Any], str, str], ...] = (
+    (Map, "map", "map"),
+    (RandomMap, "random_map", "random_map"),
+    (MapWithIndex, "map_with_index", "map_with_index"),
+    (Filter, "filter", "filter"),
+    (FlatMap, "flat_map", "flat_map"),
+    (Batch, "batch", "batch_fn"),
+)
+"""Each transformation class, the stage it becomes and the attribute holding its function.
+
+The one table from transformation to stage: the dataset methods, `apply` and
+the DataLoader (which adds Grain's legacy operations to it) all read it.
+"""
+
+
+def step_of(
+    transform: Any, table: Sequence[tuple[type[Any], str, str]] = TRANSFORMS
+) -> Step | None:
+    """The step `transform` takes, by the first class of `table` it is an instance of; else None.
+
+    Examples:
+        >>> step_of(Batch(4)).stage, step_of(print)
+        ('batch', None)
+    """
+    for kind, stage, attribute in table:
+        if isinstance(transform, kind):
+            return Step(stage, getattr(transform, attribute), transform)
+    return None
 
 
 def as_function(transform: Any, method: str) -> Callable[..., Any]:
@@ -117,27 +157,22 @@ def as_function(transform: Any, method: str) -> Callable[..., Any]:
         ...
         TypeError: filter got a Map transformation (Double); pass it to .map(...) instead.
     """
-    kind, name = _METHODS[method]
-    if isinstance(transform, kind):
-        return getattr(transform, name)
-    for other, (other_kind, _) in _METHODS.items():
-        if isinstance(transform, other_kind):
-            return _wrong_kind(method, other_kind.__name__, transform, f".{other}(...)")
-    if isinstance(transform, FlatMap):
-        return _wrong_kind(method, "FlatMap", transform, ".apply(...)")
-    if isinstance(transform, Batch):
-        return _wrong_kind(method, "Batch", transform, ".batch(...) or .apply(...)")
-    if not callable(transform):
-        raise TypeError(
-            f"{method} takes a {kind.__name__} transformation or a callable, got {transform!r}."
-        )
-    return transform
-
-
-def _wrong_kind(method: str, kind: str, transform: Any, use: str) -> Any:
+    step = step_of(transform)
+    if step is None:
+        if not callable(transform):
+            kind = next(kind for kind, stage, _ in TRANSFORMS if stage == method)
+            raise TypeError(
+                f"{method} takes a {kind.__name__} transformation or a callable, got {transform!r}."
+            )
+        return transform
+    if step.stage == method:
+        assert step.function is not None
+        return step.function
+    kind = next(kind for kind, stage, _ in TRANSFORMS if stage == step.stage)
+    use = {"flat_map": ".apply(...)", "batch": ".batch(...) or .apply(...)"}
     raise TypeError(
-        f"{method} got a {kind} transformation ({type(transform).__qualname__}); "
-        f"pass it to {use} instead."
+        f"{method} got a {kind.__name__} transformation ({type(transform).__qualname__}); "
+        f"pass it to {use.get(step.stage, f'.{step.stage}(...)')} instead."
     )
 
 
@@ -156,27 +191,24 @@ def apply_transformations(ds: Any, transformations: Any) -> Any:
         [[1, 2], [3, 4]]
     """
     steps = transformations if isinstance(transformations, Sequence) else (transformations,)
-    for step in steps:
-        if isinstance(step, Batch):
-            ds = ds.batch(
-                step.batch_size, drop_remainder=step.drop_remainder, batch_fn=step.batch_fn
-            )
-        elif isinstance(step, Map):
-            ds = ds.map(step)
-        elif isinstance(step, RandomMap):
-            ds = ds.random_map(step)
-        elif isinstance(step, MapWithIndex):
-            ds = ds.map_with_index(step)
-        elif isinstance(step, FlatMap):
-            ds = ds.flat_map(step)
-        elif isinstance(step, Filter):
-            ds = ds.filter(step)
-        else:
+    for transform in steps:
+        step = step_of(transform)
+        if step is None:
             raise TypeError(
                 f"apply takes Map, RandomMap, MapWithIndex, FlatMap, Filter or Batch "
-                f"transformations, got {step!r} of type {type(step).__name__}. Wrap a plain "
-                "function with .map(fn) instead."
+                f"transformations, got {transform!r} of type {type(transform).__name__}. Wrap "
+                "a plain function with .map(fn) instead."
             )
+        if step.stage == "batch":
+            ds = ds.batch(
+                transform.batch_size,
+                drop_remainder=transform.drop_remainder,
+                batch_fn=transform.batch_fn,
+            )
+        elif step.stage == "flat_map":
+            ds = ds.flat_map(step.function, max_fan_out=transform.max_fan_out)
+        else:
+            ds = getattr(ds, step.stage)(step.function)
     return ds
 
 
