@@ -266,3 +266,13 @@ def test_last_batch_of_an_infinite_dataset_is_short_not_wrapped() -> None:
     assert batches.length == 2**62
     np.testing.assert_array_equal(batches.get(2**62 - 1), [0])
     np.testing.assert_array_equal(batches.get_many([2**62 - 2, 2**62 - 1])[1], [0])
+
+
+def test_finite_lengths_past_int64_are_refused_where_built() -> None:
+    huge = fn.batch(2, fn.repeat(None, fn.range(3)))  # 2**62 batches
+    with pytest.raises(ValueError, match=r"repeat a dataset of length 4611686018427387904 2 times"):
+        fn.repeat(2, huge)
+    with pytest.raises(ValueError, match=r"together they have 9223372036854775808 positions"):
+        fn.concatenate([huge, huge])
+    assert fn.repeat(1, huge).length == huge.length
+    assert fn.concatenate([huge, fn.range(3)]).length == huge.length + 3

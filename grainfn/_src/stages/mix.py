@@ -300,6 +300,12 @@ def concatenate(datasets: Sequence[Dataset[T]]) -> Dataset[T]:
                 f"Cannot concatenate an infinite dataset (position {position}); "
                 "concatenate finite datasets and repeat the result instead."
             )
+    total = sum(component.length for component in components)
+    if total >= INFINITE:
+        raise ValueError(
+            f"Cannot concatenate datasets of lengths {[c.length for c in components]}: "
+            f"together they have {total} positions, past the 2**63 - 2 a finite dataset may have."
+        )
     return ConcatenatedDataset(components)
 
 

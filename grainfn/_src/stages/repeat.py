@@ -144,4 +144,10 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
     ds = as_dataset(data, "repeat")
     if ds.length >= INFINITE:
         raise ValueError(f"Cannot repeat an infinite dataset:\n{ds!r}")
+    if num_epochs is not None and num_epochs * ds.length >= INFINITE:
+        raise ValueError(
+            f"Cannot repeat a dataset of length {ds.length} {num_epochs} times: that makes "
+            f"{num_epochs * ds.length} positions, past the 2**63 - 2 a finite dataset may "
+            "have. Repeat it forever with num_epochs=None instead."
+        )
     return RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))
