@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from grainfn._src.core.instrument import Instrument, set_instruments
+from grainfn._src.core.stream import Stream
+
 OPTIONS: dict[str, tuple[tuple[type, ...], Any, str]] = {
     "py_debug_mode": (
         (bool,),
@@ -63,6 +66,7 @@ class Config:
                 f"{type(value).__name__}."
             )
         self._values[name] = value
+        set_instruments(_instruments(self._values))
 
     def get_or_default(self, name: str) -> Any:
         """The value of option `name` (its default if never set)."""
@@ -79,6 +83,25 @@ class Config:
 
     def __repr__(self) -> str:
         return f"Config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
+
+
+def _instruments(values: dict[str, Any]) -> list[Instrument]:
+    """The instruments new iterators go through for these option values, in order."""
+    instruments: list[Instrument] = []
+    directory = values["py_dataset_visualization_output_dir"]
+    if directory is not None:
+        from grainfn._src.inspect.graph import save_pipeline  # only when asked for
+
+        def save(stream: Stream[Any]) -> Stream[Any]:
+            save_pipeline(stream, directory)
+            return stream
+
+        instruments.append(save)
+    if values["py_debug_mode"]:
+        from grainfn._src.inspect.timing import timed  # only when asked for
+
+        instruments.append(timed)
+    return instruments
 
 
 def _spec(name: str) -> tuple[tuple[type, ...], Any, str]:

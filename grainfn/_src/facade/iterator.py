@@ -6,10 +6,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
+from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.config import config
 
 T = TypeVar("T")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")
@@ -78,23 +78,17 @@ class DatasetIterator(CheckpointableIterator[T]):
     def over(cls, stream: Stream[T]) -> DatasetIterator[T]:
         """An iterator over a core stream, from its start.
 
-        With `grainfn.config` option `py_debug_mode` on, the iterator runs a
-        timed copy of the stream (same elements and states): see `grainfn.describe`.
-        With `py_dataset_visualization_output_dir` set, the pipeline is written
-        there first (`save_pipeline`).
+        The stream goes through the instruments set now (see
+        `grainfn._src.core.instrument`): with `grainfn.config` option
+        `py_debug_mode` on, the iterator runs a timed copy of it (same elements
+        and states, see `grainfn.describe`); with
+        `py_dataset_visualization_output_dir` set, the pipeline is written there
+        first (`save_pipeline`).
         """
-        if config.py_dataset_visualization_output_dir is not None:
-            from grainfn._src.inspect.graph import save_pipeline  # only when asked for
-
-            save_pipeline(stream, config.py_dataset_visualization_output_dir)
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)
-        if config.py_debug_mode:
-            from grainfn._src.inspect.timing import timed  # only when asked for
-
-            stream = timed(stream)
-        it._attach(StreamIterator(stream))
+        it._attach(StreamIterator(instrumented(stream)))
         return it
 
     def _attach(self, core: StreamIterator[T]) -> None:

@@ -31,8 +31,6 @@ import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
-import signal
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -41,17 +39,9 @@ import cloudpickle
 
 from grainfn._src.core.blocks import Result
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.lifecycle import Worker, how_it_died, stop_workers
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
-
-_JOIN_SECONDS = 2.0
-
-_HINTS = {
-    signal.SIGKILL: "the OOM killer (see dmesg) or another process may have sent it",
-    signal.SIGSEGV: "a crash in native code",
-    signal.SIGBUS: "a crash in native code, or a memory-mapped file that ran out of space",
-    signal.SIGTERM: "another process asked it to stop",
-}
 
 
 class WorkerError(RuntimeError):
@@ -60,15 +50,6 @@ class WorkerError(RuntimeError):
     Nothing is lost: the iterator stays after the last element it returned,
     and the next read goes on from there with a new worker.
     """
-
-
-class _Worker:
-    """One worker process and the parent's end of its socket."""
-
-    def __init__(self, process: Any, channel: Channel) -> None:
-        self.process, self.channel = process, channel
-        self.ready = False  # it loaded the pipeline and ran worker_init_fn
-        self.abandoned = False  # killed by the parent, its answers cut short (see _receive)
 
 
 class _Retry:
@@ -102,7 +83,7 @@ class WorkerPool:
         self.buffer_per_worker = buffer_per_worker
         self.worker_init_fn = worker_init_fn
         self.owner = os.getpid()
-        self.workers: list[_Worker] = []
+        self.workers: list[Worker] = []
         self._context: Any = None
         self._payload = b""
         self._next_task = 0
@@ -188,7 +169,7 @@ class WorkerPool:
                 "this process's own."
             )
 
-    def _start_worker(self, index: int) -> _Worker:
+    def _start_worker(self, index: int) -> Worker:
         ours, theirs = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=worker_main,
@@ -203,7 +184,7 @@ class WorkerPool:
             raise WorkerError(f"Could not start grainfn worker {index}: {error}") from error
         finally:
             theirs.close()
-        return _Worker(process, Channel(ours))
+        return Worker(process, Channel(ours))
 
     def _send(self, task: int, one_by_one: bool = False) -> None:
         worker = task % self.num_workers
@@ -275,7 +256,7 @@ class WorkerPool:
     def _replace(self, index: int) -> None:
         """Starts a new worker in place of dead worker `index` and resends what it held."""
         dead = self.workers[index]
-        how = _how_it_died(dead.process)
+        how = how_it_died(dead.process)
         dead.channel.close()
         lost = list(self._expected[index])
         self._expected[index].clear()
@@ -291,7 +272,7 @@ class WorkerPool:
             else:
                 self._retry(task, index, dead, how)
 
-    def _retry(self, task: int, index: int, dead: _Worker, how: str) -> None:
+    def _retry(self, task: int, index: int, dead: Worker, how: str) -> None:
         """Resends the task a worker died on one position at a time, or ends it with an error."""
         leaf, first, stop = self._tasks[task]
         pid, where = dead.process.pid, self._of_leaf(leaf)
@@ -376,23 +357,6 @@ def _decoded(
         return [], error
 
 
-def _how_it_died(process: Any) -> str:
-    process.join(timeout=_JOIN_SECONDS)
-    code = process.exitcode
-    if code is None:  # its socket closed, yet it runs: it cannot be used any more
-        process.kill()
-        process.join(timeout=_JOIN_SECONDS)
-        return "stopped answering"
-    if code >= 0:
-        return f"exited with code {code} (os._exit or sys.exit in the pipeline's code?)"
-    try:
-        name = signal.Signals(-code).name
-    except ValueError:
-        name = "an unknown signal"
-    hint = _HINTS.get(-code)
-    return f"was killed by signal {-code} ({name}{'; ' + hint if hint else ''})"
-
-
 class PoolTask:
     """A block in flight in a WorkerPool."""
 
@@ -423,45 +387,3 @@ class LeafExecutor:
 
     def close(self) -> None:
         """The pool belongs to the stage that made it; it closes the pool."""
-
-
-def stop_workers(owner: int, workers: list[_Worker]) -> None:
-    """Asks the workers to stop, frees the blocks nobody read, and reaps them all.
-
-    Does nothing outside process `owner`: a forked child must not stop its parent's workers.
-    """
-    if os.getpid() != owner:
-        return
-    for worker in workers:
-        with contextlib.suppress(OSError):
-            worker.channel.send(None)
-    deadline = time.monotonic() + _JOIN_SECONDS
-    alive = list(workers)
-    while alive and time.monotonic() < deadline:
-        for worker in list(alive):
-            _drain(worker.channel)
-            if not worker.process.is_alive():
-                _drain(worker.channel)
-                alive.remove(worker)
-        if alive:
-            multiprocessing.connection.wait(
-                [w.channel.connection for w in alive] + [w.process.sentinel for w in alive],
-                timeout=0.05,
-            )
-    for worker in alive:
-        worker.process.kill()
-        worker.process.join(timeout=_JOIN_SECONDS)
-    for worker in workers:
-        worker.process.join(timeout=_JOIN_SECONDS)
-        worker.channel.close()  # memory files still in the socket are freed with it
-
-
-def _drain(channel: Channel) -> None:
-    """Reads what a stopping worker sent, so that it is not blocked sending it."""
-    try:
-        while channel.poll():
-            _, descriptor = channel.receive()
-            if descriptor is not None:
-                os.close(descriptor)
-    except (EOFError, OSError):
-        pass
