@@ -10,7 +10,8 @@ from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.stream import Stream
 from grainfn._src.index.seeds import derive_seed
 
-Data = Any  # a Dataset or a Stream
+Data = Dataset[Any] | Stream[Any]
+"""A dataset or a stream: the combinators that take either return the same kind."""
 
 
 def op_seed(seed: int | None, data: Data, what: str) -> int:

@@ -46,7 +46,7 @@ class FromDatasetStream(Stream[T]):
     def init(self) -> records.DatasetPosition:
         return records.DatasetPosition(0)
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: records.DatasetPosition) -> Cursor:
         reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
         return DatasetCursor(reader, self.allow_nones)
 

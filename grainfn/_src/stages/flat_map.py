@@ -104,7 +104,7 @@ class FlatMappedStream(WrappingStream):
     fn: Callable[[Any], Sequence[Any]]
     record = SplitState
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: SplitState) -> Cursor:
         return _FlatMapCursor(self.parent.open(state.parent), state, self.fn)
 
     def describe_stage(self) -> str:

@@ -93,7 +93,7 @@ class _Interleaved(Stream[Any]):
         slots = tuple(InterleaveSlot(i, False, self.stream_at(i).init()) for i in range(self.slots))
         return InterleaveState(0, self.slots, slots)
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: InterleaveState) -> Cursor:
         return _InterleaveCursor(self, state)
 
     def check_state(self, state: Any, path: str = "") -> None:

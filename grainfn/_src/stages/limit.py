@@ -37,7 +37,7 @@ class LimitedStream(WrappingStream):
     count: int
     record = LimitState
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: LimitState) -> Cursor:
         return _LimitCursor(self.parent.open(state.parent), state.taken, self.count)
 
     def describe_stage(self) -> str:

@@ -194,7 +194,7 @@ class RandomMappedStream(CountingStream):
     def __post_init__(self) -> None:
         object.__setattr__(self, "rngs", ElementRng(self.seed))
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: CountState) -> Cursor:
         fn, at = self.fn, self.rngs.at
         return _CountCursor(
             self.parent.open(state.parent),
@@ -215,7 +215,7 @@ class IndexMappedStream(CountingStream):
 
     fn: Callable[[int, Any], Any]
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: CountState) -> Cursor:
         return _CountCursor(
             self.parent.open(state.parent), state.seen, self.fn, self.describe_stage()
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 
@@ -181,10 +181,10 @@ class MixedStream(Stream[Any]):
     def parents(self) -> tuple[Any, ...]:
         return self.components
 
-    def init(self) -> Any:
+    def init(self) -> MixState:
         return MixState(0, False, tuple(c.init() for c in self.components))
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: MixState) -> Cursor:
         cursors = [c.open(s) for c, s in zip(self.components, state.components)]
         return _MixCursor(cursors, self.proportions, state.position, state.stopped)
 
@@ -231,6 +231,17 @@ class _MixCursor(BaseCursor):
 
     def children(self) -> tuple[Cursor, ...]:
         return tuple(self.cursors)
+
+
+@overload
+def mix(datasets: Sequence[Dataset[T]], weights: Sequence[float] | None = None) -> Dataset[T]: ...
+
+
+@overload
+def mix(
+    datasets: Sequence[Stream[T]] | Mapping[str, Stream[T]],
+    weights: Sequence[float] | Mapping[str, float] | None = None,
+) -> Stream[T]: ...
 
 
 def mix(

@@ -149,7 +149,7 @@ class RebatchedStream(OneParentStream):
     def init(self) -> RebatchState:
         return RebatchState(0, self.parent.init())
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: RebatchState) -> Cursor:
         return _RebatchCursor(self.parent.open(state.parent), state, self)
 
     def check_state(self, state: Any, path: str = "") -> None:

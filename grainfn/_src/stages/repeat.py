@@ -76,7 +76,7 @@ class RepeatedStream(WrappingStream):
     num_epochs: int | None
     record = RepeatState
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: RepeatState) -> Cursor:
         return _RepeatCursor(self.parent, state.epoch, state.parent, self.num_epochs)
 
     def describe_stage(self) -> str:

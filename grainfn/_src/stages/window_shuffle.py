@@ -92,7 +92,7 @@ class WindowShuffledStream(OneParentStream):
     def init(self) -> WindowShuffleState:
         return WindowShuffleState(0, 0, self.parent.init())
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: WindowShuffleState) -> Cursor:
         return _WindowCursor(self.parent.open(state.parent), state, self.window_size, self.seed)
 
     def check_state(self, state: Any, path: str = "") -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -114,7 +114,7 @@ class ZippedStream(Stream[tuple[Any, ...]]):
     def init(self) -> ZipState:
         return ZipState(False, tuple(c.init() for c in self.components))
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: ZipState) -> Cursor:
         cursors = [c.open(s) for c, s in builtins.zip(self.components, state.components)]
         return _ZipCursor(cursors, state.stopped, self.strict)
 
@@ -179,6 +179,14 @@ class _ZipCursor(BaseCursor):
 
     def children(self) -> tuple[Cursor, ...]:
         return tuple(self.cursors)
+
+
+@overload
+def zip(data: Sequence[Dataset[Any]], *, strict: bool = False) -> Dataset[tuple[Any, ...]]: ...
+
+
+@overload
+def zip(data: Sequence[Stream[Any]], *, strict: bool = False) -> Stream[tuple[Any, ...]]: ...
 
 
 def zip(data: Sequence[Data], *, strict: bool = False) -> Data:

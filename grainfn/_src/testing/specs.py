@@ -154,7 +154,7 @@ def build_dataset(spec: tuple[Any, ...]) -> Dataset:
     return ds
 
 
-def _apply_fn(op: tuple[Any, ...], ds: Dataset) -> Dataset:
+def _apply_fn(op: tuple[Any, ...], ds: Any) -> Any:  # a Dataset, or a Stream for its ops
     kind = op[0]
     if kind == "seed":
         return fn.seed(op[1], ds)
