@@ -272,8 +272,10 @@ def cpu_bound(c: Config, work: Spin) -> list[Row]:
         libraries(), build, timed_read, c.d2_n, 2 * D2_BATCH, c.d2_repeats, (0, 2)
     )
     require(len(multiset(outputs["grainfn", 2])) == c.d2_n, "D2: grainfn lost records")
-    rows = worker_rows("D2 CPU-bound,", reads, c.d2_n)
-    detail = f"{c.d2_n} records, spin of {work.iterations:,} loop steps, Batch({D2_BATCH})"
+    rows = worker_rows("D2", reads, c.d2_n)
+    detail = (
+        f"CPU-bound: {c.d2_n} records, spin of {work.iterations:,} loop steps, Batch({D2_BATCH})"
+    )
     return [dataclasses.replace(rows[0], detail=detail, checks=worker_checks(outputs)), *rows[1:]]
 
 
@@ -314,14 +316,16 @@ def images(c: Config) -> list[Row]:
     checks["grainfn 2 workers, every byte of every record"] = check_images(
         build(grainfn, c.d3_n, 2), c.d3_n
     )
-    rows = worker_rows("D3 images,", reads, c.d3_n)
+    rows = worker_rows("D3", reads, c.d3_n)
     megabytes, batches = c.d3_n * IMAGE_BYTES / 1e6, -(-c.d3_n // D3_BATCH)
     ends = {f"{k} {plural(w, 'worker')}": min(r.total for r in v) for (k, w), v in reads.items()}
     rates = "; ".join(
         f"{k}: {fmt_rate(batches / s, ' batches/s')}, {megabytes / s:.1f} MB/s"
         for k, s in ends.items()
     )
-    detail = f"{c.d3_n:,} records of {IMAGE_BYTES / 2**10:.0f} KiB, {batches:,} batches; {rates}"
+    detail = (
+        f"images: {c.d3_n:,} records of {IMAGE_BYTES / 2**10:.0f} KiB, {batches:,} batches; {rates}"
+    )
     return [dataclasses.replace(rows[0], detail=detail, checks=checks), *rows[1:]]
 
 
@@ -371,8 +375,8 @@ def steps(quick: bool) -> list[Step]:
 
 def targets(rows: dict[str, Row]) -> list[Target]:
     d1 = rows["D1 cheap pipeline, 0 workers"]
-    d2 = {w: rows[f"D2 CPU-bound, {plural(w, 'worker')}, end to end"] for w in (0, 2)}
-    d3 = rows["D3 images, 0 workers, end to end"]
+    d2 = {w: rows[f"D2 {plural(w, 'worker')}, end to end"] for w in (0, 2)}
+    d3 = rows["D3 0 workers, end to end"]
     out = [
         Target.at_least(
             "D1: grainfn >= 2x Grain (default ReadOptions), worker_count=0", d1.speedup(GRAIN), 2

@@ -148,7 +148,7 @@ def b3(c: Config) -> list[Row]:
 
     batch = lambda ds: ds.batch(BATCH)  # noqa: E731
     grains = grain_cases(pipeline, n, c.core.warmup_n, batch, budget=c.grain_budget)
-    title, hand = f"shuffle+filter, stream batch({BATCH})", Case(lambda: hand_b3(n))
+    title, hand = f"shuffle+filter+stream batch({BATCH})", Case(lambda: hand_b3(n))
     return facade_row(c, "B3", title, facade, Case(lambda: list(fn.iterate(core))), grains, hand)
 
 

@@ -519,7 +519,7 @@ class ProgressBar:
     def show(self, done: int, total: int, step: str, seconds: float) -> None:
         filled = 16 * done // max(total, 1)
         bar = "█" * filled + "░" * (16 - filled)
-        head = f"{self.position} {self.suite:<12} {bar} {done}/{total} {step}"[: WIDTH - 9]
+        head = f"{self.position} {self.suite:<12} {bar} {done}/{total or '?'} {step}"[: WIDTH - 9]
         if self.tty:
             sys.stderr.write(f"\r{head}  {seconds:4.0f} s\x1b[K")
             sys.stderr.flush()
@@ -704,7 +704,7 @@ def last_event(path: Path, end: str | None = None) -> tuple[int, int, str]:
         done, total, step = path.read_text("utf-8").splitlines()[-1].split(" ", 2)
         return int(done), int(total), end or step
     except (OSError, IndexError, ValueError):
-        return 0, 1, end or "starting"
+        return 0, 0, end or "starting"
 
 
 if __name__ == "__main__":

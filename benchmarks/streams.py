@@ -107,7 +107,7 @@ def b3(c: Config) -> list[Row]:
     for label in (GRAIN, GRAIN_SYNC):
         require(same_outputs(t[GRAINFN].result, t[label].result), f"B3: grainfn != {label}")
     detail = f"{n:,} elements; grainfn = Grain (both)"
-    return [Row("B3", f"shuffle+filter, stream batch({BATCH})", per_item(t, 1), detail=detail)]
+    return [Row("B3", f"shuffle+filter+stream batch({BATCH})", per_item(t, 1), detail=detail)]
 
 
 def state(c: Config) -> list[Row]:
