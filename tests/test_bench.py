@@ -248,3 +248,14 @@ def test_suite_summary_json_round_trips_and_the_texts_show_it(harness, tmp_path,
     assert re.search(r"^\| C9: same outputs +\| +no \| NOT met \|$", markdown, re.M)
     assert "## broken\n\nFAILED with status 1:" in markdown
     assert (tmp_path / "f.md").read_text() == harness.markdown_text([report])
+
+
+def test_a_suite_that_fails_to_run_makes_the_exit_status_1(harness, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(harness, "SUITES", (*harness.SUITES, "no_such_suite"))
+    assert harness.main(["--quick", "--suite", "no_such_suite"]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert "0 of 0 targets met; 0 of 1 suites ran in " in captured.out
+    assert "FAILED: benchmarks.no_such_suite exited with status 1; its output ends:" in lines
+    assert lines[-1].endswith("No module named benchmarks.no_such_suite")
+    assert "[1/1] no_such_suite" in captured.err and "FAILED" in captured.err
