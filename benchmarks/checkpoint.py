@@ -74,14 +74,16 @@ class Config:
 
 
 DEFAULT = Config(
-    *(1_000_000, 20),
-    Timer(repeats=500, min_time=1.0, max_repeats=10_000, budget=8.0, burst=0.1),
-    Timer(repeats=300, max_repeats=300, budget=8.0, burst=0.0),
+    records=1_000_000,
+    advance=20,
+    calls=Timer(repeats=500, min_time=1.0, max_repeats=10_000, budget=8.0, burst=0.1),
+    manager=Timer(repeats=300, max_repeats=300, budget=8.0, burst=0.0),
 )
 QUICK = Config(
-    *(100_000, 5),
-    Timer(repeats=100, min_time=0.2, max_repeats=2_000, budget=2.0, burst=0.1),
-    Timer(repeats=40, max_repeats=40, budget=2.0, burst=0.0),
+    records=100_000,
+    advance=5,
+    calls=Timer(repeats=100, min_time=0.2, max_repeats=2_000, budget=2.0, burst=0.1),
+    manager=Timer(repeats=40, max_repeats=40, budget=2.0, burst=0.0),
 )
 
 

@@ -75,10 +75,23 @@ class Config:
 
 
 DEFAULT = Config(
-    dataclasses.replace(map_level.DEFAULT, timer=Timer(5, min_time=1.5, budget=15.0, burst=1.0)),
-    *(200_000, 4.0, 100_000, 2_000, 5.0, 50),
+    core=dataclasses.replace(map_level.DEFAULT, timer=Timer(5, 1.5, budget=15.0, burst=1.0)),
+    b3_n=200_000,
+    grain_budget=4.0,
+    cheap_n=100_000,
+    io_records=2_000,
+    io_budget=5.0,
+    io_warmup=50,
 )
-QUICK = Config(map_level.QUICK, *(20_000, 1.0, 10_000, 500, 1.0, 20))
+QUICK = Config(
+    core=map_level.QUICK,
+    b3_n=20_000,
+    grain_budget=1.0,
+    cheap_n=10_000,
+    io_records=500,
+    io_budget=1.0,
+    io_warmup=20,
+)
 
 
 def facade_row(

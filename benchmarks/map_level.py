@@ -3,18 +3,11 @@
 Every row times, in one process, grainfn (`list(fn.elements(ds))`), Grain's
 `to_iter_dataset()` with its default ReadOptions and with `num_threads=0` (warmed up
 on a small pipeline), Grain's `ds[i]` where natural, and a hand-written loop doing
-the same work. Outputs are checked: grainfn's equal Grain's.
-
-- B1: `range(200_000).seed(0).shuffle().map(x + 1).batch(32)`, one epoch.
-- B2: `range(50_000).seed(0).random_map(x + rng.integers(0, 100))`, one epoch.
-- B4: weighted mix of three seeded, shuffled ranges, one epoch of the mix.
-- B5a: index resolution of `shuffle(slice(repeat(range(n))))` over 10**7 positions.
-- B5b: random access into a shuffled `range(2**40)`.
-- B6: `range(200_000).seed(0).shuffle().batch(32).map(b * 2 + 1)`; the hand loop
-  slices a numpy permutation into batches and maps each.
-- B7: `range(200_000).seed(0).shuffle().map(x * 2 + 1).batch(32)`; the hand loop
-  calls the map per element and makes each batch with `np.array`.
-  B6 and B7 also time the facade (`list(grainfn.MapDataset...)`).
+the same work; grainfn's outputs are checked equal to Grain's. B1: shuffle, map,
+batch; B2: random_map; B4: a mix of shuffled ranges; B5a: index resolution of a
+shuffled slice of a repeat; B5b: random access into a shuffled `range(2**40)`; B6:
+`range(200_000).seed(0).shuffle().batch(32).map(b * 2 + 1)`, B7: the same with the
+map per element before the batch, both also through the facade (`list(ds)`).
 """
 
 from __future__ import annotations
@@ -72,12 +65,22 @@ class Config:
 
 
 DEFAULT = Config(
-    Timer(repeats=5, min_time=3.0, budget=15.0, burst=1.0),
-    *(200_000, 50_000, (25_000, 15_000, 10_000), 3_000_000, 20_000, 1_000),
+    timer=Timer(repeats=5, min_time=3.0, budget=15.0, burst=1.0),
+    b1_n=200_000,
+    b2_n=50_000,
+    b4_sizes=(25_000, 15_000, 10_000),
+    b5_n=3_000_000,
+    b5_sample=20_000,
+    warmup_n=1_000,
 )
 QUICK = Config(
-    Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.1),
-    *(20_000, 2_000, (5_000, 3_000, 2_000), 300_000, 2_000, 200),
+    timer=Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.1),
+    b1_n=20_000,
+    b2_n=2_000,
+    b4_sizes=(5_000, 3_000, 2_000),
+    b5_n=300_000,
+    b5_sample=2_000,
+    warmup_n=200,
 )
 
 
@@ -318,9 +321,9 @@ def b5a(c: Config, key: str) -> list[Row]:
         return ((start + np.random.permutation(length) * step) % n).size
 
     ours = {  # the rows' names: how grainfn resolves the positions
-        "B5a block path (get_many)": Case(block_path),
-        "B5a fn.elements (its own blocks)": Case(lambda: sum(1 for _ in fn.elements(ds))),
-        "B5a index functions only": Case(index_functions),
+        f"{key} block path (get_many)": Case(block_path),
+        f"{key} fn.elements (its own blocks)": Case(lambda: sum(1 for _ in fn.elements(ds))),
+        f"{key} index functions only": Case(index_functions),
     }
     cases = {
         **ours,
@@ -362,11 +365,16 @@ def b5b(c: Config, key: str) -> list[Row]:
     positions = np.random.default_rng(1).integers(0, B5B_LENGTH, sample)
     as_list = positions.tolist()
     get, shuffle, bare = ds.get, index_shuffle_module.index_shuffle, "Grain bare index_shuffle"
+
+    def bare_index_shuffle() -> list[int]:
+        max_index = B5B_LENGTH - 1
+        return [shuffle(i, max_index=max_index, seed=B5B_SEED, rounds=4) for i in as_list]
+
     cases = {
         "get": Case(lambda: [get(i) for i in as_list]),
         "get_many": Case(lambda: ds.get_many(positions)),
         GRAIN_RANDOM: Case(lambda: [theirs[i] for i in as_list]),
-        bare: Case(lambda: [shuffle(i, B5B_LENGTH - 1, B5B_SEED, 4) for i in as_list]),
+        bare: Case(bare_index_shuffle),
     }
     t = measure(cases, c.timer)
     for label in ("get", "get_many", bare):
@@ -377,10 +385,10 @@ def b5b(c: Config, key: str) -> list[Row]:
         "seed, rounds=4)` called from Python without the dataset."
     )
     theirs_figures = {GRAIN_RANDOM: figures[GRAIN_RANDOM], bare: figures[bare]}
-    names = {"get": "B5b ds.get(i), range(2**40)", "get_many": "B5b the same, get_many"}
+    names = {"get": f"{key} ds.get(i), range(2**40)", "get_many": f"{key} the same, get_many"}
     return [
-        Row(name, "", {GRAINFN: figures[key], **theirs_figures}, sample, "us", detail=detail)
-        for key, name in names.items()
+        Row(name, "", {GRAINFN: figures[label], **theirs_figures}, sample, "us", detail=detail)
+        for label, name in names.items()
     ]
 
 

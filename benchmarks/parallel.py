@@ -68,8 +68,18 @@ class Config:
     state_n: int  # P4: size of the range the checkpointed pipeline starts from
 
 
-DEFAULT = Config(400, 5, 8, 7, 300, 5, 2_000)
-QUICK = Config(120, 1, 4, 3, 100, 2, 500)
+DEFAULT = Config(
+    cpu_n=400,
+    cpu_repeats=5,
+    warmup_n=8,
+    first_trials=7,
+    image_n=300,
+    image_repeats=5,
+    state_n=2_000,
+)
+QUICK = Config(
+    cpu_n=120, cpu_repeats=1, warmup_n=4, first_trials=3, image_n=100, image_repeats=2, state_n=500
+)
 
 
 # ---------------------------------------------------------------------------
