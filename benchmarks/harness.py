@@ -240,14 +240,15 @@ class Read:
         return self.total - self.first
 
 
-def timed_read(ds: Any, reads: list[Read], keep: Callable[[Any], Any] = lambda x: x) -> list[Any]:
-    """Reads `ds` to the end, appends the timing to `reads`; returns `keep(element)` of each."""
+def timed_read(ds: Any, reads: list[Read], keep: Callable[[Any], Any] | None = None) -> list[Any]:
+    """Reads `ds` to the end, appends the timing to `reads`; returns the elements, or
+    `keep(element)` of each where `keep` is given."""
     started = time.perf_counter()
     it = iter(ds)
     try:
-        out = [keep(next(it))]
+        out = [next(it) if keep is None else keep(next(it))]
         first = time.perf_counter() - started
-        out.extend(map(keep, it))
+        out.extend(it if keep is None else map(keep, it))
         total = time.perf_counter() - started
     finally:
         close(it)
