@@ -1,34 +1,25 @@
 """Checkpoint benchmarks: how long saving an iterator holds the training loop, grainfn and Grain.
 
-Run from the project root:
-
-    python -m benchmarks.checkpoint [--quick] [--markdown PATH]
-
-Two pipelines are written once and built with grainfn and with Grain (`P1`: a
-shuffled, mapped, filtered, batched range; `P2`: a stream mix of three such
-components, whose state is larger); their iterators read a few batches, then
-the calls that block the caller are timed in one process:
+Two pipelines are built with grainfn and with Grain (P1: a shuffled, mapped,
+filtered, batched range; P2: a stream mix of three such components, whose state
+is larger); their iterators read a few batches, then the calls that block the
+caller are timed in one process:
 
 - `get_state()`;
-- `it.save(dir)`: Orbax v1's checkpointable save, until it returns the
-  coroutine that writes in the background (the coroutine is then discarded);
-- `handler.async_save(dir, args=...)`: the synchronous part of the Orbax
-  handler, until it returns its commit futures (grainfn's handler, and Orbax's
+- `it.save(dir)`: Orbax v1's checkpointable save, until it returns the coroutine
+  that writes in the background (the coroutine is then discarded);
+- `handler.async_save(dir, args=...)`: the synchronous part of the Orbax handler,
+  until it returns its commit futures (grainfn's handler, and Orbax's
   `JsonCheckpointHandler` on the grainfn state dict for reference; Grain's
   handler has no asynchronous save);
 - `CheckpointManager.save(step, args=CheckpointSave(it))` with asynchronous
-  checkpointing (Orbax's default), until it returns, with each library's own
-  `CheckpointSave`, and the same for `ocp.args.JsonSave(d)` with `d` the
-  grainfn iterator's state dict: a plain item of identical content, whose
-  blocking time is Orbax's own part. What the iterator adds to a save is the
-  difference.
+  checkpointing, until it returns, with each library's `CheckpointSave`, and the
+  same for `ocp.args.JsonSave(d)`, `d` the grainfn state dict ("plain"): what
+  Orbax costs without any iterator.
 
-Every manager is waited for (`wait_until_finished()`, untimed) before each
-timed save, so no save waits for the previous one; manager saves of the three
-kinds alternate one by one. Times are per call, median and best of R runs,
-the implementations' runs interleaved (see `benchmarks.common.measure_all`).
-Afterwards the last steps are restored and checked: grainfn's and Grain's
-checkpoints resume to the same batches.
+Every manager is waited for (untimed) before each timed save; manager saves of
+the three kinds alternate one by one. Figures are medians per call. Afterwards
+the last steps are restored: grainfn's and Grain's resume to the same batches.
 """
 
 from __future__ import annotations
@@ -45,46 +36,54 @@ import orbax.checkpoint as ocp
 
 import grainfn
 import grainfn.checkpoint
-from benchmarks.common import (
+from benchmarks.harness import (
+    GRAINFN,
     MISSING,
     Case,
+    Row,
+    Step,
+    Target,
+    Timer,
     Timing,
-    fmt_micros,
-    fmt_ratio,
-    measure_all,
+    fmt_seconds,
+    measure,
     ratio,
     require,
+    run_suite,
 )
-from benchmarks.report import GRAINFN, Row, Run, Targets, markdown_table
 
 BATCH = 32
-GRAIN, PLAIN = "Grain", "plain"
-BLOCKING_CALLS = (
-    ("get_state()", "get_state"),
-    ("it.save(dir), until it returns the write", "it.save"),
-    ("handler.async_save, synchronous part", "handler"),
-    ("CheckpointManager.save (async)", "manager"),
-)
-"""The blocking calls timed per pipeline: the table's label and the case labels' prefix."""
+THEIRS, PLAIN = "Grain", "plain"
+CALLS = {
+    "get_state": "get_state()",
+    "it.save": "it.save(dir) until it returns",
+    "handler": "handler.async_save, sync part",
+    "manager": "CheckpointManager.save (async)",
+}
+"""The blocking calls timed per pipeline: case labels' prefix -> the row's title."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Sizes and timing parameters (`QUICK` for a smoke run)."""
+    """Sizes and timing (`QUICK` for a smoke run)."""
 
     records: int  # records of each range
     advance: int  # batches read before measuring
-    repeats: int  # timed calls per implementation, at least (the cheap calls)
-    min_time: float  # seconds of timed calls per implementation, at least
-    manager_repeats: int  # timed CheckpointManager saves per implementation
-    budget: float  # seconds per implementation at most
+    calls: Timer  # the cheap calls
+    manager: Timer  # the CheckpointManager saves
 
 
 DEFAULT = Config(
-    records=1_000_000, advance=20, repeats=500, min_time=1.0, manager_repeats=300, budget=8.0
+    records=1_000_000,
+    advance=20,
+    calls=Timer(repeats=500, min_time=1.0, max_repeats=10_000, budget=8.0, burst=0.1),
+    manager=Timer(repeats=300, max_repeats=300, budget=8.0, burst=0.0),
 )
 QUICK = Config(
-    records=100_000, advance=5, repeats=100, min_time=0.2, manager_repeats=40, budget=2.0
+    records=100_000,
+    advance=5,
+    calls=Timer(repeats=100, min_time=0.2, max_repeats=2_000, budget=2.0, burst=0.1),
+    manager=Timer(repeats=40, max_repeats=40, budget=2.0, burst=0.0),
 )
 
 
@@ -96,84 +95,67 @@ def keep(x: int) -> bool:
     return x % 3 != 0
 
 
-def p1(g: Any, n: int) -> Any:
-    """P1: `range(n).seed(0).shuffle().map(x + 1).filter(x % 3 != 0).to_iter_dataset().batch(32)`"""
-    ds = g.MapDataset.range(n).seed(0).shuffle().map(add_one).filter(keep)
+def p1(lib: Any, n: int) -> Any:
+    """`range(n).seed(0).shuffle().map(x + 1).filter(x % 3 != 0).to_iter_dataset().batch(32)`"""
+    ds = lib.MapDataset.range(n).seed(0).shuffle().map(add_one).filter(keep)
     return ds.to_iter_dataset().batch(BATCH)
 
 
-def p2(g: Any, n: int) -> Any:
-    """P2: `IterDataset.mix` of three P1-like components (weights 3:2:1), then batch(32)."""
+def p2(lib: Any, n: int) -> Any:
+    """`IterDataset.mix` of three P1-like components (weights 3:2:1), then batch(32)."""
     parts = [
-        g.MapDataset.range(n).seed(s).shuffle().map(add_one).filter(keep).to_iter_dataset()
+        lib.MapDataset.range(n).seed(s).shuffle().map(add_one).filter(keep).to_iter_dataset()
         for s in (1, 2, 3)
     ]
-    return g.IterDataset.mix(parts, weights=[3, 2, 1]).batch(BATCH)
+    return lib.IterDataset.mix(parts, weights=[3, 2, 1]).batch(BATCH)
 
 
-PIPELINES: dict[str, Callable[[Any, int], Any]] = {"P1": p1, "P2": p2}
-
-
-def blocking_part(it: Any, directory: Path) -> Coroutine[Any, Any, None]:
-    """Runs `it.save(directory)` as Orbax v1 awaits it; returns the background write it gives."""
-    outer = it.save(directory)
+def until_it_waits(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Runs `coroutine` as an event loop would until it first waits; returns what it returned
+    (the calls timed here must return without waiting: one that waits fails)."""
     try:
-        outer.send(None)
+        coroutine.send(None)
     except StopIteration as done:
-        coroutine: Coroutine[Any, Any, None] = done.value
-        return coroutine
-    raise AssertionError("DatasetIterator.save must return without waiting")
+        return done.value
+    raise AssertionError(f"{coroutine.__qualname__} waited")
 
 
-class Saves:
-    """Timed `it.save(dir)` calls; the background coroutines are closed untimed."""
+def save_case(it: Any, directory: Path) -> Case:
+    """Timed `it.save(dir)` calls (Orbax v1 awaits the call, which gives the background write);
+    the setup drops the writes, untimed."""
+    directory.mkdir()
+    writes: list[Coroutine[Any, Any, None]] = []
 
-    def __init__(self, it: Any, directory: Path) -> None:
-        self.it, self.directory = it, directory
-        self.pending: list[Coroutine[Any, Any, None]] = []
+    def drop() -> None:
+        for write in writes:
+            write.close()
+        writes.clear()
 
-    def run(self) -> None:
-        self.pending.append(blocking_part(self.it, self.directory))
-
-    def close(self) -> None:
-        for coroutine in self.pending:
-            coroutine.close()
-        self.pending.clear()
+    return Case(lambda: writes.append(until_it_waits(it.save(directory))), setup=drop)
 
 
-class HandlerSaves:
-    """Timed synchronous parts of `handler.async_save`; the commits are awaited untimed.
+def handler_case(handler: Any, directory: Path, make_args: Callable[[], Any]) -> Case:
+    """Timed synchronous parts of `handler.async_save`; the commits it returns write into
+    `directory` at once, each in its own thread; the setup awaits them, untimed."""
+    directory.mkdir()
+    commits: list[Any] = []
 
-    Outside a manager no directory has to be awaited, so each commit writes into
-    `directory` at once, in its own thread.
-    """
-
-    def __init__(self, handler: Any, directory: Path, make_args: Callable[[], Any]) -> None:
-        directory.mkdir()
-        self.handler, self.directory, self.make_args = handler, directory, make_args
-        self.pending: list[Any] = []
-
-    def run(self) -> None:
-        coroutine = self.handler.async_save(self.directory, args=self.make_args())
-        try:
-            coroutine.send(None)
-        except StopIteration as done:
-            self.pending.extend(done.value)
-            return
-        raise AssertionError("async_save must not await")
-
-    def wait(self) -> None:
-        for commit in self.pending:
+    def wait() -> None:
+        for commit in commits:
             commit.result()
-        self.pending.clear()
+        commits.clear()
+
+    def save() -> None:
+        commits.extend(until_it_waits(handler.async_save(directory, args=make_args())))
+
+    return Case(save, setup=wait)
 
 
 class ManagerSaves:
-    """Timed `mgr.save(step, args=make())` calls, one new step each; waits are untimed."""
+    """Timed `manager.save(step, args=make_args())` calls, one new step each; waits untimed."""
 
     def __init__(self, directory: Path, make_args: Callable[[], Any]) -> None:
-        self.manager = ocp.CheckpointManager(directory)
-        self.make_args, self.step = make_args, 0
+        self.manager, self.make_args, self.step = ocp.CheckpointManager(directory), make_args, 0
 
     def run(self) -> bool:
         self.step += 1
@@ -183,246 +165,125 @@ class ManagerSaves:
         self.manager.wait_until_finished()
 
 
-def measure_pipeline(config: Config, name: str, root: Path) -> dict[str, Timing]:
-    """The blocking times of one pipeline's calls, grainfn and Grain, keyed by case label."""
-    build = PIPELINES[name]
-    print(first_line(build), flush=True)
-    ours, theirs = iter(build(grainfn, config.records)), iter(build(grain, config.records))
+def pipeline(c: Config, name: str, build: Callable[[Any, int], Any]) -> list[Row]:
+    """The blocking times of one pipeline's calls, grainfn and Grain."""
+    with tempfile.TemporaryDirectory() as folder:
+        return measure_calls(c, name, build, Path(folder))
+
+
+def measure_calls(c: Config, name: str, build: Callable[[Any, int], Any], root: Path) -> list[Row]:
+    ours, theirs = iter(build(grainfn, c.records)), iter(build(grain, c.records))
     for it in (ours, theirs):
-        for _ in range(config.advance):
+        for _ in range(c.advance):
             next(it)
-    state_dict = ours.get_state()
-    saves = [Saves(ours, root / f"{name}-v1-grainfn"), Saves(theirs, root / f"{name}-v1-grain")]
-    handlers = {
-        GRAINFN: HandlerSaves(
-            grainfn.checkpoint.CheckpointHandler(),
-            root / f"{name}-handler-grainfn",
-            lambda: grainfn.checkpoint.CheckpointSave(ours),
+    state = ours.get_state()
+    ours_save = lambda: grainfn.checkpoint.CheckpointSave(ours)  # noqa: E731
+    plain_save = lambda: ocp.args.JsonSave(state)  # noqa: E731
+    calls = {
+        f"get_state {GRAINFN}": Case(ours.get_state),
+        f"get_state {THEIRS}": Case(theirs.get_state),
+        f"it.save {GRAINFN}": save_case(ours, root / f"{name}-v1-grainfn"),
+        f"it.save {THEIRS}": save_case(theirs, root / f"{name}-v1-grain"),
+        f"handler {GRAINFN}": handler_case(
+            grainfn.checkpoint.CheckpointHandler(), root / f"{name}-handler-grainfn", ours_save
         ),
-        PLAIN: HandlerSaves(
-            ocp.JsonCheckpointHandler(),
-            root / f"{name}-handler-json",
-            lambda: ocp.args.JsonSave(state_dict),
+        f"handler {PLAIN}": handler_case(
+            ocp.JsonCheckpointHandler(), root / f"{name}-handler-json", plain_save
         ),
     }
     managers = {
-        GRAINFN: ManagerSaves(
-            root / f"{name}-grainfn", lambda: grainfn.checkpoint.CheckpointSave(ours)
-        ),
-        GRAIN: ManagerSaves(
+        GRAINFN: ManagerSaves(root / f"{name}-grainfn", ours_save),
+        THEIRS: ManagerSaves(
             root / f"{name}-grain", lambda: grain.checkpoint.CheckpointSave(theirs)
         ),
-        PLAIN: ManagerSaves(root / f"{name}-json", lambda: ocp.args.JsonSave(state_dict)),
+        PLAIN: ManagerSaves(root / f"{name}-json", plain_save),
     }
-    for s in saves:
-        s.directory.mkdir()
-    quick_calls = measure_all(
-        [
-            Case(f"get_state {GRAINFN}", ours.get_state),
-            Case(f"get_state {GRAIN}", theirs.get_state),
-            Case(f"it.save {GRAINFN}", saves[0].run, setup=saves[0].close),
-            Case(f"it.save {GRAIN}", saves[1].run, setup=saves[1].close),
-            *(Case(f"handler {k}", h.run, setup=h.wait) for k, h in handlers.items()),
-        ],
-        repeats=config.repeats,
-        min_time=config.min_time,
-        max_repeats=20 * config.repeats,
-        budget=config.budget,
-        burst=0.1,
-    )
+    t = measure(calls, c.calls)
     # Manager saves alternate one by one, so that a slow phase of the machine hits all alike.
-    manager_calls = measure_all(
-        [Case(f"manager {k}", m.run, setup=m.wait) for k, m in managers.items()],
-        repeats=config.manager_repeats,
-        max_repeats=config.manager_repeats,
-        budget=config.budget,
-        burst=0.0,
+    t |= measure(
+        {f"manager {k}": Case(m.run, setup=m.wait) for k, m in managers.items()}, c.manager
     )
-    for s in saves:
-        s.close()
-    for h in handlers.values():
-        h.wait()
+    for case in calls.values():  # drop the writes, await the commits
+        if case.setup is not None:
+            case.setup()
     for m in managers.values():
         m.wait()
-    check_restores(config, name, managers, state_dict)
+    check_restores(c, name, build, managers, state)
     for m in managers.values():
         m.manager.close()
-    return {t.label: t for t in quick_calls + manager_calls}
+    return rows(name, t)
 
 
 def check_restores(
-    config: Config, name: str, managers: dict[str, ManagerSaves], state_dict: dict[str, Any]
+    c: Config, name: str, build: Any, managers: dict[str, ManagerSaves], state: Any
 ) -> None:
     """The last steps saved restore: grainfn's and Grain's to the same batches, JsonSave as is."""
-    build = PIPELINES[name]
-    nexts = {}
-    for key, module in ((GRAINFN, grainfn), (GRAIN, grain)):
-        fresh = iter(build(module, config.records))
-        manager = managers[key]
-        manager.manager.restore(manager.step, args=module.checkpoint.CheckpointRestore(fresh))
-        nexts[key] = [next(fresh).tolist() for _ in range(3)]
-    require(nexts[GRAINFN] == nexts[GRAIN], f"{name}: restored grainfn != restored Grain")
+    batches = {}
+    for key, lib in ((GRAINFN, grainfn), (THEIRS, grain)):
+        fresh = iter(build(lib, c.records))
+        managers[key].manager.restore(
+            managers[key].step, args=lib.checkpoint.CheckpointRestore(fresh)
+        )
+        batches[key] = [next(fresh).tolist() for _ in range(3)]
+    require(batches[GRAINFN] == batches[THEIRS], f"{name}: restored grainfn != restored Grain")
     plain = managers[PLAIN]
     saved = plain.manager.restore(plain.step, args=ocp.args.JsonRestore())
-    require(saved == state_dict, f"{name}: JsonSave restored {saved}")
+    require(saved == state, f"{name}: JsonSave restored {saved}")
 
 
-def first_line(build: Callable[..., Any]) -> str:
-    return (build.__doc__ or "").splitlines()[0]
+def rows(name: str, t: dict[str, Timing]) -> list[Row]:
+    """A row per blocking call: the median of each implementation, per call."""
+    median = {label: timing.median for label, timing in t.items()}
+    added = {
+        "handler": median[f"handler {GRAINFN}"] - median[f"handler {PLAIN}"],
+        "manager": median[f"manager {GRAINFN}"] - median[f"manager {PLAIN}"],
+        "Grain's manager": median[f"manager {THEIRS}"] - median[f"manager {PLAIN}"],
+    }
+    out = []
+    for call, title in CALLS.items():
+        labels = {k: f"{call} {k}" for k in (GRAINFN, THEIRS, PLAIN) if f"{call} {k}" in t}
+        best = ", ".join(f"{k} {fmt_seconds(t[label].best)}" for k, label in labels.items())
+        detail = f"median of {len(t[labels[GRAINFN]].runs)} calls; best: {best}."
+        if call == "manager":
+            detail += " What the iterator adds to a save (median - plain's): "
+            detail += "; ".join(f"{k} {signed(v)}" for k, v in added.items())
+        figures = {k: median[label] for k, label in labels.items()}
+        out.append(Row(f"{name} {title}", "", figures, unit="us", detail=detail))
+    return out
 
 
-def cell(timing: Timing | None) -> str:
-    """'median (best)' of a timing."""
-    if timing is None:
+def signed(seconds: float | None) -> str:
+    if seconds is None:
         return MISSING
-    return f"{fmt_micros(timing.median)} ({fmt_micros(timing.best)})"
+    return ("-" if seconds < 0 else "") + fmt_seconds(abs(seconds))
 
 
-def median(results: dict[str, Timing], label: str) -> float:
-    return results[label].median
+def steps(quick: bool) -> list[Step]:
+    c = QUICK if quick else DEFAULT
+    pipelines = {"P1": p1, "P2": p2}
+    return [
+        Step(name, functools.partial(pipeline, c, name, build)) for name, build in pipelines.items()
+    ]
 
 
-def report_tables(results: dict[str, dict[str, Timing]]) -> tuple[str, str, dict[str, Any]]:
-    """The blocking-time table, the iterator's-share table, and the figures the targets judge."""
-    rows, shares, figures = [], [], {}
-    for name, t in results.items():
-        for label, key in BLOCKING_CALLS:
-            ours, theirs, plain = (t.get(f"{key} {k}") for k in (GRAINFN, GRAIN, PLAIN))
-            assert ours is not None
-            rows.append(
-                [
-                    f"{name} {label}",
-                    cell(ours),
-                    cell(theirs),
-                    cell(plain),
-                    fmt_ratio(ratio(plain.median, ours.median) if plain else None),
-                    fmt_ratio(ratio(theirs.median, ours.median) if theirs else None),
-                ]
-            )
-        get_state = median(t, f"get_state {GRAINFN}")
-        handler_share = median(t, f"handler {GRAINFN}") - median(t, f"handler {PLAIN}")
-        manager_share = median(t, f"manager {GRAINFN}") - median(t, f"manager {PLAIN}")
-        grain_share = median(t, f"manager {GRAIN}") - median(t, f"manager {PLAIN}")
-        shares.append(
-            [
-                name,
-                fmt_micros(get_state),
-                fmt_signed(handler_share),
-                fmt_signed(manager_share),
-                fmt_signed(grain_share),
-            ]
+def targets(rows: dict[str, Row]) -> list[Target]:
+    out = []
+    for name in ("P1", "P2"):
+        get_state, save, handler, manager = (
+            rows[f"{name} {title}"].per_item for title in CALLS.values()
         )
-        figures[name] = {
-            "handler - get_state": median(t, f"handler {GRAINFN}") - get_state,
-            "save / get_state": ratio(median(t, f"it.save {GRAINFN}"), get_state),
-            "manager / plain": ratio(
-                median(t, f"manager {GRAINFN}"), median(t, f"manager {PLAIN}")
-            ),
-            "Grain manager / grainfn": ratio(
-                median(t, f"manager {GRAIN}"), median(t, f"manager {GRAINFN}")
-            ),
-        }
-    blocking = markdown_table(
-        [
-            "Blocking call: median (best)",
-            GRAINFN,
-            GRAIN,
-            "plain item (JsonSave)",
-            "plain / grainfn",
-            "Grain / grainfn",
-        ],
-        rows,
-    )
-    share = markdown_table(
-        [
-            "Pipeline",
-            "get_state()",
-            "handler: grainfn - plain",
-            "manager: grainfn - plain",
-            "manager: Grain - plain",
-        ],
-        shares,
-    )
-    return blocking, share, figures
-
-
-def result_rows(results: dict[str, dict[str, Timing]]) -> list[Row]:
-    """The blocking-time table's lines that time Grain too, as `Row`s (medians, per call).
-
-    For the JSON summary only (`benchmarks.suite`'s combined table): the
-    blocking-time table shows the same medians.
-    """
-    rows = []
-    for name, t in results.items():
-        for label, key in BLOCKING_CALLS:
-            ours, theirs, plain = (t.get(f"{key} {k}") for k in (GRAINFN, GRAIN, PLAIN))
-            if ours is None or theirs is None:
-                continue  # the handler: Grain's has no asynchronous save
-            per_call: dict[str, float | None] = {GRAINFN: ours.median, GRAIN: theirs.median}
-            if plain is not None:
-                per_call[PLAIN] = plain.median
-            rows.append(Row(f"{name} {label}", per_call, unit="us"))
-    return rows
-
-
-def fmt_signed(seconds: float) -> str:
-    return ("-" if seconds < 0 else "") + fmt_micros(abs(seconds))
-
-
-def main(argv: list[str] | None = None) -> None:
-    run = Run("benchmarks.checkpoint", __doc__, "grainfn checkpoint benchmarks", argv)
-    config = run.choose(default=DEFAULT, quick=QUICK)
-    with tempfile.TemporaryDirectory() as tmp:
-        results = {
-            name: run.section(name, functools.partial(measure_pipeline, config, name, Path(tmp)))
-            for name in PIPELINES
-        }
-    run.stop_clock()
-    blocking, share, figures = report_tables(results)
-    add = run.report.add
-    add("### Blocking time of saving an iterator, per call")
-    add()
-    add(blocking)
-    add()
-    add(
-        "Medians of the timed calls, best in parentheses. 'plain item' saves the grainfn "
-        "iterator's state dict with Orbax's own `JsonCheckpointHandler`/`JsonSave`, through "
-        "the same path: what Orbax costs without any iterator. Grain's handler is "
-        "synchronous (no `async_save`): its manager save waits for the directory and "
-        "writes the file before returning. Ratios above 1: grainfn blocks for less."
-    )
-    add()
-    add("### What the iterator adds to a save (difference of medians)")
-    add()
-    add(share)
-    add()
-    run.report.add_rows(result_rows(results))
-    targets = Targets()
-    for name, f in figures.items():
-        targets.at_most(
-            f"{name}: the handler's synchronous part <= get_state() + 50 µs "
-            "(no thread start, no I/O)",
-            f["handler - get_state"],
-            50e-6,
-            fmt=fmt_signed_or_missing,
-        )
-        targets.at_most(
-            f"{name}: it.save(dir) blocks <= 2x get_state()", f["save / get_state"], 2.0
-        )
-        targets.at_most(
-            f"{name}: a manager save blocks <= 1.2x a plain item's", f["manager / plain"], 1.2
-        )
-        targets.at_least(
-            f"{name}: a manager save blocks no longer than with Grain's CheckpointSave",
-            f["Grain manager / grainfn"],
-            1.0,
-        )
-    run.finish(targets)
-
-
-def fmt_signed_or_missing(seconds: float | None) -> str:
-    return MISSING if seconds is None else fmt_signed(seconds)
+        extra = handler[GRAINFN] - get_state[GRAINFN]
+        text = f"{name}: the handler's synchronous part <= get_state() + 50 µs"
+        text += " (no thread start, no I/O)"
+        out.append(Target.at_most(text, extra, 50e-6, signed))
+        text = f"{name}: it.save(dir) blocks <= 2x get_state()"
+        out.append(Target.at_most(text, ratio(save[GRAINFN], get_state[GRAINFN]), 2.0))
+        text = f"{name}: a manager save blocks <= 1.2x a plain item's"
+        out.append(Target.at_most(text, ratio(manager[GRAINFN], manager[PLAIN]), 1.2))
+        text = f"{name}: a manager save blocks no longer than with Grain's CheckpointSave"
+        out.append(Target.at_least(text, ratio(manager[THEIRS], manager[GRAINFN]), 1.0))
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    run_suite("checkpoint", __doc__ or "", steps, targets)

@@ -1,11 +1,7 @@
 """How long `import grainfn` takes in a fresh interpreter, and which heavy modules it loads.
 
-Run from the project root:
-
-    python -m benchmarks.import_time [--quick] [--markdown PATH]
-
-Each sample starts a new Python process that times `import grainfn` alone
-(`python -c`, interpreter start-up excluded); the median of the samples is
+Each sample starts a new Python process that times `import grainfn` alone (`python
+-c`, interpreter start-up excluded); the median of 15 samples (5 with --quick) is
 compared with the 0.3 s budget, next to `import grain` for scale.
 """
 
@@ -16,8 +12,7 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks.common import fmt_seconds
-from benchmarks.report import GRAINFN, Row, Run, Targets, markdown_table
+from benchmarks.harness import GRAINFN, Row, Step, Target, fmt_seconds, run_suite
 
 HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "grain")
 PROBE = """
@@ -31,51 +26,43 @@ print(json.dumps([elapsed, heavy]))
 
 
 def sample(module: str) -> tuple[float, list[str]]:
+    """Seconds of `import module` in a new interpreter, and the heavy modules it loaded."""
     code = PROBE.format(module=module, heavy=HEAVY)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     elapsed, heavy = json.loads(out.stdout)
     return elapsed, heavy
 
 
-def main(argv: list[str] | None = None) -> None:
-    run = Run("benchmarks.import_time", __doc__, "import time", argv)
-    count = run.choose(default=15, quick=5)
-    rows, ours = [], 0.0
-    medians: dict[str, float] = {}
-    for module in ("grainfn", "grain"):
-        samples = [sample(module) for _ in range(count)]
-        times = [t for t, _ in samples]
-        heavy = samples[0][1]
-        median = statistics.median(times)
-        medians[module] = median
-        if module == "grainfn":
-            ours = median
-            loaded = [m for m in heavy if m != "grain"]
-        else:
-            loaded = heavy
-        rows.append(
-            [
-                f"import {module}",
-                fmt_seconds(median),
-                fmt_seconds(min(times)),
-                ", ".join(loaded) or "none",
-            ]
-        )
-    run.stop_clock()
-    run.report.add(markdown_table(["Statement", "median", "best", "heavy modules loaded"], rows))
-    run.report.add()
-    run.report.add_rows(
-        [
-            Row(
-                f"`import grainfn` vs `import grain` (median of {count})",
-                {GRAINFN: medians["grainfn"], "Grain": medians["grain"]},
-            )
-        ]
+def import_times(count: int) -> list[Row]:
+    samples = {module: [sample(module) for _ in range(count)] for module in ("grainfn", "grain")}
+    times = {module: [t for t, _ in runs] for module, runs in samples.items()}
+    loaded = {
+        "grainfn": [m for m in samples["grainfn"][0][1] if m != "grain"],
+        "grain": samples["grain"][0][1],
+    }
+    detail = "; ".join(
+        f"`import {module}`: best {fmt_seconds(min(times[module]))}, heavy modules loaded: "
+        f"{', '.join(loaded[module]) or 'none'}"
+        for module in times
     )
-    targets = Targets()
-    targets.at_most(f"`import grainfn` <= 0.3 s (median of {count})", ours, 0.3, fmt_seconds)
-    run.finish(targets)
+    figures = {
+        GRAINFN: statistics.median(times["grainfn"]),
+        "Grain": statistics.median(times["grain"]),
+    }
+    title = f"(median of {count})"
+    return [Row("`import grainfn`", title, figures, items=count, unit="us", detail=detail)]
+
+
+def steps(quick: bool) -> list[Step]:
+    count = 5 if quick else 15
+    return [Step("import", lambda: import_times(count))]
+
+
+def targets(rows: dict[str, Row]) -> list[Target]:
+    row = rows["`import grainfn`"]  # seconds per import, the median of `items` samples
+    text = f"`import grainfn` <= 0.3 s (median of {row.items})"
+    return [Target.at_most(text, row.per_item[GRAINFN], 0.3, fmt_seconds)]
 
 
 if __name__ == "__main__":
-    main()
+    run_suite("import_time", __doc__ or "", steps, targets)

@@ -1,27 +1,20 @@
 """Packing benchmarks: first-fit and best-fit packing in grainfn, Grain and a hand loop.
 
-Run from the project root:
-
-    python -m benchmarks.packing [--quick] [--markdown PATH]
-
 Setup (untimed): 100,000 token sequences (10,000 with --quick), each a dict of
 "inputs" and "targets", int32 arrays whose lengths are drawn uniformly from
 1..512 with `np.random.default_rng(42)`, kept in a Python list.
 
-- First-fit: `FirstFitPackIterDataset(MapDataset.source(data).to_iter_dataset(),
-  length_struct={"inputs": 1024, "targets": 1024}, num_packing_bins=64)` (bins
-  shuffled with seed 0), read to the end, for grainfn and for Grain (default
-  read options, and `num_threads=0`). The hand loop is a plain Python/numpy
-  first-fit over the same list: a scan of the bins per sequence, slice writes
-  into preallocated block arrays, the rows in Grain's shuffled order.
+- First-fit: `experimental.FirstFitPackIterDataset(MapDataset.source(data)
+  .to_iter_dataset(), length_struct={"inputs": 1024, "targets": 1024},
+  num_packing_bins=64, seed=0)` read to the end, for grainfn and for Grain
+  (default read options, and `num_threads=0`). The hand loop is a plain
+  Python/numpy first-fit over the same list: a scan of the bins per sequence,
+  slice writes into preallocated block arrays, the rows in Grain's shuffled order.
 - Best-fit: the same with `BestFitPackIterDataset` (no hand loop).
 
-Every output is checked before timing: all packed elements of grainfn, Grain
-and the hand loop are equal (dtype, shape, value). The timed runs only count
-the packed elements, so no run keeps gigabytes of rows alive. Times are
-best-of-R wall-clock, the implementations' runs interleaved (see
-`benchmarks.common`); Grain is slow, so it runs once per case after a warm-up
-on a small input.
+All packed elements of grainfn, Grain and the hand loop are checked equal before
+timing; the timed runs only count them. Grain is slow: it is warmed up on 2,000
+sequences and usually runs once.
 """
 
 from __future__ import annotations
@@ -35,44 +28,38 @@ from typing import Any
 import numpy as np
 
 import grainfn
-from benchmarks.common import Case, measure_all, require
-from benchmarks.report import (
+from benchmarks.harness import (
     GRAIN,
     GRAIN_SYNC,
     GRAINFN,
     HAND,
-    RatioColumn,
+    Case,
     Row,
-    Run,
-    Targets,
-    results_table,
+    Step,
+    Target,
+    Timer,
+    measure,
+    per_item,
+    require,
+    results,
+    run_suite,
 )
-from grainfn._src.facade.packing import BestFitPackIterDataset, FirstFitPackIterDataset
 from grainfn.testing import assert_elements_equal
 
-LENGTH = 1024
-BINS = 64
-SEED = 0
+LENGTH, BINS, SEED = 1024, 64, 0
 FEATURES = ("inputs", "targets")
-COLUMNS = [GRAINFN, GRAIN, GRAIN_SYNC, HAND]
-RATIOS: list[RatioColumn] = [
-    ("speed-up vs Grain default", Row.speedup, GRAIN),
-    ("speed-up vs Grain threads=0", Row.speedup, GRAIN_SYNC),
-    ("grainfn / hand loop", Row.over, HAND),
-]
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """Sizes and timing parameters (`QUICK` shrinks everything for a smoke run)."""
+    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
 
     sequences: int
-    repeats: int
-    budget: float  # seconds of timed runs per implementation before repeats stop
+    timer: Timer
 
 
-DEFAULT = Config(sequences=100_000, repeats=5, budget=12.0)
-QUICK = Config(sequences=10_000, repeats=3, budget=3.0)
+DEFAULT = Config(100_000, Timer(repeats=5, budget=12.0))
+QUICK = Config(10_000, Timer(repeats=3, budget=3.0))
 
 
 def make_data(count: int) -> list[dict[str, np.ndarray]]:
@@ -90,24 +77,16 @@ def make_data(count: int) -> list[dict[str, np.ndarray]]:
 
 def packed(lib: Any, strategy: str, data: list[Any], threads: bool = True) -> Any:
     """The packing dataset of `lib` (grainfn or Grain) over `data`."""
-    if lib is grainfn:
-        cls = FirstFitPackIterDataset if strategy == "first_fit" else BestFitPackIterDataset
-        parent = grainfn.MapDataset.source(data).to_iter_dataset()
-    else:
-        experimental = lib.experimental
-        cls = (
-            experimental.FirstFitPackIterDataset
-            if strategy == "first_fit"
-            else experimental.BestFitPackIterDataset
-        )
-        options = lib.ReadOptions() if threads else lib.ReadOptions(num_threads=0)
-        parent = lib.MapDataset.source(data).to_iter_dataset(options)
-    return cls(
-        parent,
-        length_struct={name: LENGTH for name in FEATURES},
-        num_packing_bins=BINS,
-        seed=SEED,
+    options = lib.ReadOptions() if threads else lib.ReadOptions(num_threads=0)
+    parent = lib.MapDataset.source(data).to_iter_dataset(options)
+    first_fit = strategy == "First-fit"
+    pack = (
+        lib.experimental.FirstFitPackIterDataset
+        if first_fit
+        else lib.experimental.BestFitPackIterDataset
     )
+    length_struct = {name: LENGTH for name in FEATURES}
+    return pack(parent, length_struct=length_struct, num_packing_bins=BINS, seed=SEED)
 
 
 def hand_first_fit(data: list[dict[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
@@ -169,88 +148,51 @@ def check_equal(outputs: dict[str, Callable[[], Any]]) -> int:
     return total
 
 
-def bench(config: Config, strategy: str, data: list[Any], small: list[Any]) -> Row:
+def pack_row(c: Config, strategy: str, data: list[Any]) -> list[Row]:
     import grain
 
-    n = len(data)
-    title = "First-fit" if strategy == "first_fit" else "Best-fit"
-    print(f"{title}: {n:_} sequences into {BINS} bins of {LENGTH} (inputs, targets)", flush=True)
-    implementations: dict[str, Callable[[], Any]] = {
+    small = data[:2_000]
+    makers: dict[str, Callable[[], Any]] = {
         GRAINFN: lambda: packed(grainfn, strategy, data),
         GRAIN: lambda: packed(grain, strategy, data),
         GRAIN_SYNC: lambda: packed(grain, strategy, data, threads=False),
     }
-    if strategy == "first_fit":
-        implementations[HAND] = lambda: hand_first_fit(data)
+    if strategy == "First-fit":
+        makers[HAND] = lambda: hand_first_fit(data)
     # Grain with and without threads runs the same packer: check against the faster one.
-    rows = check_equal({key: make for key, make in implementations.items() if key != GRAIN})
-    print(f"  outputs checked: {rows:_} equal packed elements from each", flush=True)
-
-    def case(key: str, make: Callable[[], Any]) -> Case:
-        slow = key in (GRAIN, GRAIN_SYNC)
-        warmup: Any = True
-        if slow:  # one untimed run on a small input instead of a full one
-            lib_threads = key == GRAIN
-            warmup = lambda: count(packed(grain, strategy, small, threads=lib_threads))  # noqa: E731
-        return Case(f"{title} {key}", lambda: count(make()), warmup=warmup)
-
-    timings = measure_all(
-        [case(key, make) for key, make in implementations.items()],
-        repeats=config.repeats,
-        budget=config.budget,
-    )
-    for timing in timings:
-        require(timing.result == rows, f"{timing.label} read {timing.result} elements, not {rows}")
-    return Row(
-        f"{title}, {n:,} sequences, {BINS} bins of {LENGTH}",
-        {key: t.best / n for key, t in zip(implementations, timings)},
-        items=n,
-        check="= Grain" + (", = hand loop" if strategy == "first_fit" else ""),
-    )
+    rows = check_equal({key: make for key, make in makers.items() if key != GRAIN})
+    cases = {key: Case(lambda make=make: count(make())) for key, make in makers.items()}
+    for key, threads in ((GRAIN, True), (GRAIN_SYNC, False)):  # warmed up on a small input
+        warmup = functools.partial(count, packed(grain, strategy, small, threads))
+        cases[key] = dataclasses.replace(cases[key], warmup=warmup)
+    t = measure(cases, c.timer)
+    for label, result in results(t).items():
+        require(result == rows, f"{strategy} {label} read {result} elements, not {rows}")
+    title = f"{BINS} bins of {LENGTH}"
+    also = " and the hand loop's" if HAND in makers else ""
+    detail = f"{len(data):,} sequences, {rows:,} packed elements, all equal to Grain's{also}"
+    return [Row(strategy, title, per_item(t, len(data)), len(data), detail=detail)]
 
 
-def targets(rows: dict[str, Row]) -> Targets:
-    out = Targets()
-    out.at_least("First-fit: grainfn >= 1.0x Grain default", rows["first_fit"].speedup(GRAIN), 1.0)
-    out.at_least("Best-fit: grainfn >= 1.0x Grain default", rows["best_fit"].speedup(GRAIN), 1.0)
-    out.at_most(
-        "First-fit: grainfn within 1.5x of the hand loop", rows["first_fit"].over(HAND), 1.5
-    )
-    out.check("Packed elements = Grain's (checked before timing)", True)
-    return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    run = Run("benchmarks.packing", __doc__, "grainfn packing benchmarks", argv)
-    config = run.choose(default=DEFAULT, quick=QUICK)
-    data = make_data(config.sequences)
-    small = data[:2_000]
-    rows = {
-        strategy: run.section(strategy, functools.partial(bench, config, strategy, data, small))
-        for strategy in ("first_fit", "best_fit")
-    }
-    run.stop_clock()
-
-    report = run.report
-    report.add(
-        f"{config.sequences:,} sequences of inputs and targets, each 1..512 int32 tokens "
-        f"(uniform, seed 42), packed into {BINS} bins of {LENGTH} tokens per feature, bins "
-        f"shuffled with seed {SEED}; times are for all sequences."
-    )
-    report.add()
-    report.add(results_table(list(rows.values()), COLUMNS, RATIOS, check="outputs checked"))
-    report.add()
-    notes = [
-        "Speed-ups are Grain's time divided by grainfn's; 'grainfn / hand loop' is a time "
-        "ratio, below 1 where grainfn is faster. grainfn is the Grain-style facade "
-        "(`FirstFitPackIterDataset` over `MapDataset.source(data).to_iter_dataset()`); the "
-        "hand loop packs the same list with a bin scan and slice writes per sequence.",
-        f"Best of the timed runs: each implementation runs up to {config.repeats} times, "
-        f"starting no new run past {config.budget:g} s; Grain usually runs once.",
+def steps(quick: bool) -> list[Step]:
+    c = QUICK if quick else DEFAULT
+    data = make_data(c.sequences)
+    return [
+        Step(name, functools.partial(pack_row, c, name, data)) for name in ("First-fit", "Best-fit")
     ]
-    report.add_notes(notes)
-    run.finish(targets(rows))
+
+
+def targets(rows: dict[str, Row]) -> list[Target]:
+    first_fit, best_fit = rows["First-fit"], rows["Best-fit"]
+    return [
+        Target.at_least("First-fit: grainfn >= 1.0x Grain default", first_fit.speedup(GRAIN), 1.0),
+        Target.at_least("Best-fit: grainfn >= 1.0x Grain default", best_fit.speedup(GRAIN), 1.0),
+        Target.at_most(
+            "First-fit: grainfn within 1.5x of the hand loop", first_fit.over(HAND), 1.5
+        ),
+        Target.check("Packed elements = Grain's (checked before timing)", True),
+    ]
 
 
 if __name__ == "__main__":
-    main()
+    run_suite("packing", __doc__ or "", steps, targets)

@@ -15,10 +15,14 @@ demo
 
 bench
     Runs the benchmark suites of a source checkout (the `benchmarks` package
-    next to `grainfn`, not installed with it), each in its own process, then
-    prints one table of their ratios against Grain and against hand-written
-    loops, and their targets. Options: --quick, --suite NAME (repeatable),
-    --markdown PATH; `python -m grainfn bench --help` lists the suites.
+    next to `grainfn`, not installed with it), each in its own process, with a
+    progress bar per suite on stderr; then prints one table (a line per
+    benchmark: grainfn's figure, Grain's time / grainfn's, grainfn's time / the
+    hand-written loop's, the status of its targets) and a summary ("N of M
+    targets met; K of K suites ran in S s.", then the targets not met). Exit
+    status 1 if a suite failed to run. Options: --quick, --suite NAME
+    (repeatable), --markdown PATH (every figure and target, as Markdown);
+    `python -m grainfn bench --help` lists the suites.
 """
 
 from __future__ import annotations
@@ -57,14 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     commands.add_parser(
         "bench",
-        add_help=False,  # its options, --help included, belong to benchmarks.suite
+        add_help=False,  # its options, --help included, belong to benchmarks.harness
         help="run the benchmark suites (from a source checkout) and print the ratios vs Grain",
     )
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "bench":
-        suite = benchmark_suite()
-        if suite is None:
+        harness = benchmark_harness()
+        if harness is None:
             print(
                 "python -m grainfn bench: the benchmark suites were not found. They live in "
                 "the `benchmarks` directory of a source checkout of grainfn and are not "
@@ -72,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        status: int = suite.main(rest, prog="python -m grainfn bench")
+        status: int = harness.main(rest, prog="python -m grainfn bench")
         return status
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -108,13 +112,13 @@ def source_roots() -> list[Path]:
     return [Path.cwd(), Path(__file__).resolve().parents[1]]
 
 
-def benchmark_suite() -> ModuleType | None:
-    """The `benchmarks.suite` module of a source checkout, or None where there is none."""
+def benchmark_harness() -> ModuleType | None:
+    """The `benchmarks.harness` module of a source checkout, or None where there is none."""
     for root in source_roots():
-        if (root / "benchmarks" / "suite.py").is_file():
+        if (root / "benchmarks" / "harness.py").is_file():
             if str(root) not in sys.path:
                 sys.path.insert(0, str(root))
-            return importlib.import_module("benchmarks.suite")
+            return importlib.import_module("benchmarks.harness")
     return None
 
 

@@ -1,8 +1,7 @@
-"""`python -m grainfn bench` and the machine-readable summaries of the benchmark scripts."""
+"""`python -m grainfn bench`, the benchmark harness, and the summaries the suites write."""
 
 from __future__ import annotations
 
-import doctest
 import json
 import re
 import subprocess
@@ -14,63 +13,108 @@ import pytest
 import grainfn.__main__ as cli
 
 ROOT = Path(__file__).resolve().parents[1]
+HEADER = re.compile(r"Suite +Benchmark +grainfn +Grain/grainfn +grainfn/hand +Targets")
+FIGURE = r"[\d.e+]+ (s|ms|µs|[kMG]? ?idx/s)|n/a"
+RATIO = r"[\d.e+]+x|n/a"
+STATUS = r"met|NOT met|\d+/\d+ met|"
 
 
 @pytest.fixture(scope="module")
-def suite():
-    module = cli.benchmark_suite()  # also puts the source checkout on sys.path
+def harness():
+    module = cli.benchmark_harness()  # also puts the source checkout on sys.path
     assert module is not None
     return module
 
 
-def test_bench_runs_a_suite_and_prints_the_combined_table(tmp_path) -> None:
-    markdown = tmp_path / "combined.md"
-    command = [sys.executable, "-m", "grainfn", "bench", "--quick", "--suite", "array_record"]
-    result = subprocess.run(
-        [*command, "--markdown", str(markdown)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a line of the printed table (columns are two or more spaces apart)."""
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_bench_prints_one_table_a_summary_and_writes_the_markdown(tmp_path) -> None:
+    markdown = tmp_path / "bench.md"
+    suites = ["--suite", "import_time", "--suite", "array_record"]
+    result = run("grainfn", "bench", "--quick", *suites, "--markdown", str(markdown))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    out = result.stdout
-    assert "=== [1/1] benchmarks.array_record ===" in out  # the suite's own report
-    combined = out[out.index("## Benchmarks against Grain (--quick)") :]
-    benchmarks, targets = combined.split("## Targets (--quick)")
-    assert "| Suite" in benchmarks and "| Grain / grainfn |" in benchmarks
-    rows = [line for line in benchmarks.splitlines() if line.startswith("| array_record ")]
-    assert len(rows) >= 3
-    for row in rows:
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert re.fullmatch(r"[\d.]+x", cells[4]), row  # Grain's time / grainfn's
-        assert re.fullmatch(r"met|NOT met \(\d+ of \d+\)", cells[6]), row
-    assert "| array_record | Pipeline: grainfn batches = Grain's" in targets
-    assert re.search(r"\d+ of \d+ targets met; 1 of 1 suites ran in \d+ s\.", targets)
-    assert markdown.read_text().startswith("## Benchmarks against Grain (--quick)")
+    out = result.stdout.splitlines()
+    assert all(len(line) <= 100 for line in out), max(out, key=len)
+    assert sum(bool(HEADER.fullmatch(line)) for line in out) == 1  # one table, printed once
+    assert HEADER.fullmatch(out[0]) and set(out[1]) == {"-", " "}
+    rows = [table_cells(line) for line in out[2 : out.index("")]]
+    assert [cells[0] for cells in rows].count("import_time") == 1
+    assert [cells[0] for cells in rows].count("array_record") == 3
+    for cells in rows:
+        assert len(cells) in (5, 6), cells  # the target status is empty for a row without targets
+        assert re.fullmatch(FIGURE, cells[2]), cells
+        assert re.fullmatch(RATIO, cells[3]) and re.fullmatch(RATIO, cells[4]), cells
+        assert re.fullmatch(STATUS, cells[5] if len(cells) == 6 else ""), cells
+    pipeline = next(cells for cells in rows if cells[1].startswith("Pipeline"))
+    assert pipeline[3] != "n/a" and pipeline[4] != "n/a"  # against Grain and the hand loop
+    closing = out.index("") + 1
+    summary = re.fullmatch(r"(\d+) of 5 targets met; 2 of 2 suites ran in \d+ s\.", out[closing])
+    assert summary, out[closing]
+    missed = out[closing + 1 : -1]
+    assert len(missed) == 5 - int(summary.group(1))
+    assert all(
+        line.startswith(("NOT met: import_time: ", "NOT met: array_record: ")) for line in missed
+    )
+    assert out[-1] == f"(the long report is in {markdown})"
+    progress = result.stderr.splitlines()
+    assert any(re.match(r"\[1/2\] import_time +█+ 1/1 done +\d+ s", line) for line in progress)
+    assert any(re.match(r"\[2/2\] array_record +[█░]+ 1/3 getitems", line) for line in progress)
+    assert any(re.match(r"\[2/2\] array_record +█+ 3/3 done", line) for line in progress)
+
+    text = markdown.read_text()
+    assert text.startswith("# grainfn benchmarks (--quick)\n\n- machine: ")
+    assert re.search(r"^\d+ of 5 targets met; 2 of 2 suites ran in \d+ s\.$", text, re.M)
+    section = text[text.index("## array_record") :]
+    header = "| Benchmark | grainfn | grainfn parallel_reads=False | Grain default | hand loop "
+    assert re.sub(r" +", " ", section.splitlines()[4]).startswith(header)
+    assert re.search(
+        r"^\| Pipeline: grainfn >= 1\.5x Grain +\| +[\d.]+x \| +(met|NOT met) \|$", section, re.M
+    )
+    assert re.search(r"^\| Pipeline: grainfn batches = Grain's +\| +yes \| +met \|$", section, re.M)
+    assert "Checks: grainfn batches = Grain's: yes." in section
+    assert "`import grainfn` <= 0.3 s (median of 5)" in text
+
+
+def test_a_suite_alone_writes_its_summary(tmp_path) -> None:
+    summary_path = tmp_path / "summary.json"
+    result = run("benchmarks.import_time", "--quick", "--json", str(summary_path), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert HEADER.match(result.stdout.splitlines()[0])
+    assert "[1/1] import_time" in result.stderr
+    summary = json.loads(summary_path.read_text())
+    assert summary["suite"] == "import_time" and summary["quick"] is True and summary["status"] == 0
+    assert summary["seconds"] > 0
+    [row] = summary["rows"]
+    assert row["key"] == "`import grainfn`" and row["title"] == "(median of 5)"
+    assert set(row["per_item"]) == {"grainfn", "Grain"} and 0 < row["per_item"]["grainfn"] < 10
+    [target] = summary["targets"]
+    assert target["text"] == "`import grainfn` <= 0.3 s (median of 5)"
+    assert re.fullmatch(r"[\d.]+ m?s", target["measured"]) and isinstance(target["met"], bool)
 
 
 def test_bench_refuses_an_unknown_suite() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "grainfn", "bench", "--suite", "streams", "--suite", "nope"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run("grainfn", "bench", "--suite", "streams", "--suite", "nope", timeout=120)
     assert result.returncode == 2
     assert "unknown suite 'nope'; the suites are: import_time, map_level, streams" in result.stderr
-    assert "===" not in result.stdout  # nothing ran
+    assert result.stdout == "" and "[1/" not in result.stderr  # nothing ran
 
 
-def test_bench_help_lists_the_suites(suite, capsys) -> None:
+def test_bench_help_lists_the_suites(harness, capsys) -> None:
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["bench", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "usage: python -m grainfn bench" in out
-    for name in suite.SUITES:
-        assert name in out
+    for option in ("--quick", "--suite NAME", "--markdown PATH", *harness.SUITES):
+        assert option in out
 
 
 def test_bench_refuses_a_markdown_path_in_a_missing_directory(tmp_path, capsys) -> None:
@@ -90,77 +134,128 @@ def test_bench_outside_a_source_checkout_says_where_to_run_it(
     assert "run the command from the root of a source checkout" in err
 
 
-def test_every_benchmark_script_is_a_suite(suite) -> None:
-    scripts = {
-        path.stem
-        for path in (ROOT / "benchmarks").glob("*.py")
-        if "\ndef main(" in path.read_text() and path.stem != "suite"
+def test_every_benchmark_module_is_a_suite(harness) -> None:
+    modules = {path.stem for path in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "harness"}
+    assert modules == set(harness.SUITES)
+    for name in modules:
+        text = (ROOT / "benchmarks" / f"{name}.py").read_text()
+        assert f'run_suite("{name}", __doc__' in text and "grainfn._src.facade" not in text
+        assert len(text.splitlines()) <= 420, name
+
+
+def test_measure_warms_up_interleaves_and_keeps_the_last_result(harness) -> None:
+    calls: list[str] = []
+    cases = {
+        "a": harness.Case(lambda: calls.append("a") or len(calls), setup=lambda: calls.append("s")),
+        "b": harness.Case(lambda: calls.append("b"), warmup=lambda: calls.append("w")),
     }
-    assert scripts == set(suite.SUITES)
+    timings = harness.measure(cases, harness.Timer(repeats=3, burst=0.0))
+    assert calls[:3] == ["s", "a", "w"]  # the setups and warm-ups, before any timed run
+    assert calls[3:] == ["s", "a", "b"] * 3  # bursts of one run: the cases alternate
+    assert len(timings["a"].runs) == len(timings["b"].runs) == 3
+    assert timings["a"].result == 11 and timings["a"].best <= timings["a"].median
+    budget = harness.measure({"slow": harness.Case(lambda: None)}, harness.Timer(3, budget=0.0))
+    assert len(budget["slow"].runs) == 1  # one run at least, then none past the budget
 
 
-def test_suite_helpers_doctests(suite) -> None:
-    result = doctest.testmod(suite, optionflags=doctest.ELLIPSIS)
-    assert result.attempted >= 4
-    assert result.failed == 0
-
-
-def test_json_summary_keeps_result_rows_and_targets(suite, tmp_path, capsys) -> None:
-    from benchmarks.report import GRAIN, HAND, Row, Run, Table, Targets, results_table
-
-    path = tmp_path / "summary.json"
-    run = Run("benchmarks.fake", "A fake script.", "fake", ["--quick", "--json", str(path)])
-    row = Row("B9 fake work", {"grainfn": 1e-3, GRAIN: 4e-3, HAND: 5e-4})
-    table = results_table([row], ["grainfn", GRAIN, HAND], [("vs Grain", Row.speedup, GRAIN)])
-    assert isinstance(table, Table) and table.rows == (row,)
-    run.report.add(table)
-    run.report.add(f"{table}")  # plain text: not kept twice
-    targets = Targets()
-    targets.at_least("B9: >= 3x Grain", row.speedup(GRAIN), 3)
-    targets.check("B9: outputs equal", False)
-    run.finish(targets)
-    summary = json.loads(path.read_text())
-    assert summary["module"] == "benchmarks.fake" and summary["quick"] is True
-    assert [Row.from_json(fields) for fields in summary["rows"]] == [row]
-    assert summary["targets"] == [
-        {"name": "B9: >= 3x Grain", "measured": "4x", "met": True},
-        {"name": "B9: outputs equal", "measured": "no", "met": False},
+def test_rows_and_targets(harness) -> None:
+    row = harness.Row(
+        "B9", "fake work", {"grainfn": 1e-3, "Grain default": 4e-3, "hand loop": 5e-4}, 10
+    )
+    assert (row.name, row.cell("grainfn"), row.cell("missing")) == ("B9 fake work", "10 ms", "n/a")
+    assert (row.grain_speedup(), row.over("hand loop")) == (4.0, 2.0)
+    rate = harness.Row(
+        "B5a block", "", {"grainfn": 1e-7, "Grain": 1e-4}, 10, "rate", sampled=("Grain",)
+    )
+    assert (rate.cell("grainfn"), rate.cell("Grain")) == ("10 M idx/s", "10 k idx/s†")
+    assert rate.grain_speedup() == pytest.approx(1000)
+    targets = [
+        harness.Target.at_least("B9: >= 3x Grain default", row.grain_speedup(), 3),
+        harness.Target.at_most("B9: within 1.5x of the hand loop", row.over("hand loop"), 1.5),
+        harness.Target.check("Packed elements = Grain's", True),
     ]
-    outcome = suite.Outcome("fake", 0, 1.0, summary)
-    failed = suite.Outcome("broken", 1, 2.0, None)
-    text = suite.combined_report([outcome, failed], quick=True)
-    capsys.readouterr()
-    line = next(line for line in text.splitlines() if line.startswith("| fake "))
-    cells = [cell.strip() for cell in line.strip("|").split("|")]
-    assert cells == ["fake", "B9 fake work", "1 ms", "4 ms", "4x", "2x", "NOT met (1 of 2)"]
-    assert "1 of 2 targets met; 1 of 2 suites ran in 3 s." in text
-    assert "FAILED: benchmarks.broken exited with status 1 and wrote no summary" in text
+    assert [(t.measured, t.met) for t in targets] == [("4x", True), ("2x", False), ("yes", True)]
+    assert harness.status(row, targets) == "1/2 met" and harness.status(rate, targets) == ""
+    assert harness.Target("B5a: fast", "", True).is_about(rate)
+    assert harness.Target("State taken with 2 workers: ok", "", True).is_about(
+        harness.Row("State", "", {})
+    )
+    assert not harness.Target("B1: fast", "", True).is_about(harness.Row("B10", "", {}))
 
 
-def test_add_rows_keeps_rows_for_the_summary_without_printing(suite, tmp_path, capsys) -> None:
-    from benchmarks.report import Row, Run, Targets, markdown_table
+def test_suite_summary_json_round_trips_and_the_texts_show_it(harness, tmp_path, capsys) -> None:
+    rows = [
+        harness.Row(
+            "B9",
+            "fake work " + "x" * 80,
+            {"grainfn": 1e-3, "Grain default": 4e-3, "hand loop": 5e-4},
+        ),
+        harness.Row(
+            "C9",
+            "",
+            {"grainfn": 2e-6, "plain": 3e-6},
+            unit="us",
+            detail="small",
+            checks={"same": False},
+        ),
+    ]
+    steps = lambda quick: [harness.Step("fake step", lambda: rows)]  # noqa: E731
+    judge = lambda by_key: [  # noqa: E731
+        harness.Target.at_least("B9: >= 3x Grain default", by_key["B9"].grain_speedup(), 3),
+        harness.Target.check("C9: same outputs", all(by_key["C9"].checks.values())),
+    ]
+    summary, events = tmp_path / "fake.json", tmp_path / "fake.events"
+    argv = [
+        "--quick",
+        "--json",
+        str(summary),
+        "--events",
+        str(events),
+        "--markdown",
+        str(tmp_path / "f.md"),
+    ]
+    harness.run_suite("fake", "A fake suite.", steps, judge, argv)
+    printed = capsys.readouterr()
+    assert events.read_text() == "0 1 fake step\n1 1 done\n" and printed.err == ""  # no bar here
+    report = harness.SuiteReport.from_json(json.loads(summary.read_text()))
+    assert (report.suite, report.quick, report.status, report.rows) == (
+        "fake",
+        True,
+        0,
+        tuple(rows),
+    )
+    assert [(t.text, t.measured, t.met) for t in report.targets] == [
+        ("B9: >= 3x Grain default", "4x", True),
+        ("C9: same outputs", "no", False),
+    ]
+    failed = harness.SuiteReport(
+        "broken", True, 2.0, status=1, log="Traceback\nAssertionError: boom"
+    )
+    text = harness.summary_text([report, failed])
+    lines = text.splitlines()
+    assert all(len(line) <= 100 for line in lines) and printed.out.startswith(lines[0])
+    b9 = table_cells(lines[2])
+    assert b9[0] == "fake" and b9[1].startswith("B9 fake work xx") and b9[1].endswith("…")
+    assert b9[2:] == ["1 ms", "4x", "2x", "met"]
+    assert table_cells(lines[3])[1:] == ["C9", "2 µs", "n/a", "n/a", "NOT met"]
+    assert "1 of 2 targets met; 1 of 2 suites ran in " in text
+    assert "NOT met: fake: C9: same outputs (no)" in lines
+    assert "FAILED: benchmarks.broken exited with status 1; its output ends:" in lines
+    assert lines[-1] == "    AssertionError: boom"
+    markdown = harness.markdown_text([report, failed])
+    assert "| Benchmark " in markdown and "| plain |" in re.sub(r" +", " ", markdown)
+    assert "- C9: small Checks: same: NO." in markdown
+    assert re.search(r"^\| C9: same outputs +\| +no \| NOT met \|$", markdown, re.M)
+    assert "## broken\n\nFAILED with status 1:" in markdown
+    assert (tmp_path / "f.md").read_text() == harness.markdown_text([report])
 
-    path = tmp_path / "summary.json"
-    run = Run("benchmarks.fake", "A fake script.", "fake", ["--json", str(path)])
-    run.report.add(markdown_table(["Call", "grainfn", "Grain"], [["D9 work", "2 µs", "6 µs"]]))
-    assert run.report.rows == []  # a hand-made table keeps no rows
-    capsys.readouterr()
-    lines = list(run.report.lines)
-    row = Row("D9 work", {"grainfn": 2e-6, "Grain": 6e-6}, unit="us")
-    run.report.add_rows([row])
-    assert capsys.readouterr().out == "" and run.report.lines == lines  # nothing printed
-    targets = Targets()
-    targets.at_least("D9: >= 2x Grain", row.speedup("Grain"), 2)
-    run.finish(targets)
-    summary = json.loads(path.read_text())
-    assert [Row.from_json(fields) for fields in summary["rows"]] == [row]
-    body = suite.benchmark_rows([suite.Outcome("fake", 0, 1.0, summary)])
-    assert body == [["fake", "D9 work", "2 µs", "6 µs", "3x", "n/a", "met"]]
 
-
-def test_rows_without_grain_or_hand_loop_are_left_out(suite) -> None:
-    from benchmarks.report import Row
-
-    settings = Row("grainfn", {"threads=0": 2.0, "threads=16": 1.0}, subject="threads=16")
-    summary = {"rows": [settings.to_json()], "targets": []}
-    assert suite.benchmark_rows([suite.Outcome("x", 0, 1.0, summary)]) == []
+def test_a_suite_that_fails_to_run_makes_the_exit_status_1(harness, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(harness, "SUITES", (*harness.SUITES, "no_such_suite"))
+    assert harness.main(["--quick", "--suite", "no_such_suite"]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert "0 of 0 targets met; 0 of 1 suites ran in " in captured.out
+    assert "FAILED: benchmarks.no_such_suite exited with status 1; its output ends:" in lines
+    assert lines[-1].endswith("No module named benchmarks.no_such_suite")
+    assert "[1/1] no_such_suite" in captured.err and "FAILED" in captured.err
