@@ -12,19 +12,8 @@ import toolz
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import (
-    Dataset,
-    OneParent,
-    ParentIndex,
-    function_name,
-    set_length,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    PassThroughStream,
-    Stream,
-)
+from grainfn._src.core.dataset import Dataset, OneParent, ParentIndex, function_name, set_length
+from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 from grainfn._src.index import slicing
 
 T = TypeVar("T")

@@ -15,17 +15,8 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import (
-    ElementStage,
-    function_name,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    PassThroughStream,
-    Stream,
-    element_before,
-)
+from grainfn._src.core.dataset import ElementStage, function_name
+from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, element_before
 
 T = TypeVar("T")
 

@@ -16,19 +16,8 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import (
-    INFINITE,
-    OneParent,
-    ParentIndex,
-    function_name,
-    set_length,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    Stream,
-    WrappingStream,
-)
+from grainfn._src.core.dataset import INFINITE, OneParent, ParentIndex, function_name, set_length
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 
 T = TypeVar("T")
 

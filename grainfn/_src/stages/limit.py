@@ -10,12 +10,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    Stream,
-    WrappingStream,
-)
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 
 T = TypeVar("T")
 

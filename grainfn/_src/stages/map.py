@@ -15,11 +15,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
-from grainfn._src.core.dataset import (
-    ElementStage,
-    function_name,
-    set_length,
-)
+from grainfn._src.core.dataset import ElementStage, function_name, set_length
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,

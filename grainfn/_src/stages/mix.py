@@ -12,17 +12,8 @@ import numpy as np
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_components
-from grainfn._src.core.dataset import (
-    INFINITE,
-    Dataset,
-    ParentIndex,
-    set_length,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    Stream,
-)
+from grainfn._src.core.dataset import INFINITE, Dataset, ParentIndex, set_length
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing
 
 T = TypeVar("T")

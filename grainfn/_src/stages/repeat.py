@@ -11,18 +11,8 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import (
-    INFINITE,
-    Dataset,
-    IndexStage,
-    set_length,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    Stream,
-    WrappingStream,
-)
+from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.index import slicing
 
 T = TypeVar("T")

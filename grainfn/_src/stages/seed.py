@@ -10,14 +10,8 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import (
-    IndexStage,
-)
-from grainfn._src.core.stream import (
-    Cursor,
-    PassThroughStream,
-    Stream,
-)
+from grainfn._src.core.dataset import IndexStage
+from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 
 T = TypeVar("T")
 

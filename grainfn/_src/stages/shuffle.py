@@ -9,10 +9,7 @@ import numpy as np
 import toolz
 
 from grainfn._src.core.arguments import as_dataset, op_seed
-from grainfn._src.core.dataset import (
-    Dataset,
-    IndexStage,
-)
+from grainfn._src.core.dataset import Dataset, IndexStage
 from grainfn._src.index import slicing
 from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
 

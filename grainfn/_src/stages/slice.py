@@ -12,11 +12,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
-from grainfn._src.core.dataset import (
-    Dataset,
-    IndexStage,
-    set_length,
-)
+from grainfn._src.core.dataset import Dataset, IndexStage, set_length
 from grainfn._src.index import slicing
 
 T = TypeVar("T")

@@ -10,11 +10,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.core.dataset import (
-    Dataset,
-    function_name,
-    set_length,
-)
+from grainfn._src.core.dataset import Dataset, function_name, set_length
 
 T = TypeVar("T")
 

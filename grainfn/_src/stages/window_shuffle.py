@@ -16,15 +16,8 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
-from grainfn._src.core.dataset import (
-    IndexStage,
-)
-from grainfn._src.core.stream import (
-    BaseCursor,
-    Cursor,
-    OneParentStream,
-    Stream,
-)
+from grainfn._src.core.dataset import IndexStage
+from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.index import slicing, windows
 from grainfn._src.index.shuffle import shuffle_indices
 
