@@ -1,4 +1,4 @@
-"""The layers of grainfn/_src: every import points down (or stays in its own package).
+"""The layout of grainfn/_src: imports point down a layer, and modules stay small.
 
 The order is the one docs/architecture.md describes; a module may import its
 own package and any package of a lower layer, never one above.
@@ -74,3 +74,12 @@ def test_no_import_points_up_a_layer() -> None:
             if destination != source and RANK[destination] >= RANK[source]:
                 upward.append(f"{path.relative_to(ROOT.parent)}:{line} imports {target}")
     assert not upward, "\n".join(upward)
+
+
+def test_no_module_is_longer_than_400_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT.parent)): lines
+        for path in ROOT.rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > 400
+    }
+    assert not long, f"split these modules (one concept each): {long}"

@@ -1,8 +1,7 @@
 """Grain's MapDataset and IterDataset, as thin wrappers over core values.
 
-A `MapDataset` holds a `grainfn.fn` dataset and an `IterDataset` a stream,
-both available as `.core`. Each method builds a new core value with a
-`grainfn.fn` combinator and wraps it, so facade and core always agree.
+A `MapDataset` holds a `grainfn.fn` dataset and an `IterDataset` a stream (`.core`).
+Each method builds a new core value with a `grainfn.fn` combinator and wraps it.
 """
 
 from __future__ import annotations
