@@ -36,7 +36,6 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     close,
@@ -47,7 +46,6 @@ from benchmarks.harness import (
     ratio,
     require,
     results,
-    run_suite,
     same_outputs,
     time_workers,
     timed_read,
@@ -59,6 +57,7 @@ from benchmarks.parallel import (
     libraries,
     library,
 )
+from benchmarks.run import Step, run_suite
 
 SEED, D1_BATCH, D2_BATCH, D3_BATCH = 42, 32, 8, 64
 IMAGE_SHAPE = (32, 32, 3)

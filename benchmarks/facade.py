@@ -38,7 +38,6 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     measure,
@@ -46,10 +45,10 @@ from benchmarks.harness import (
     ratio,
     require,
     results,
-    run_suite,
     same_outputs,
 )
 from benchmarks.map_level import BATCH, FACADE, add_one, add_random, grain_cases
+from benchmarks.run import Step, run_suite
 from benchmarks.streams import hand_b3, keep
 from grainfn import fn
 

@@ -29,7 +29,6 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     measure,
@@ -37,9 +36,9 @@ from benchmarks.harness import (
     ratio,
     require,
     results,
-    run_suite,
     same_outputs,
 )
+from benchmarks.run import Step, run_suite
 from grainfn import fn
 
 FACADE, GRAIN_RANDOM = "grainfn facade", "Grain `ds[i]`"

@@ -34,7 +34,6 @@ import grainfn
 from benchmarks.harness import (
     GRAINFN,
     Row,
-    Step,
     Target,
     close,
     fmt_rate,
@@ -42,12 +41,12 @@ from benchmarks.harness import (
     fmt_seconds,
     ratio,
     require,
-    run_suite,
     same_outputs,
     time_workers,
     timed_read,
     worker_rows,
 )
+from benchmarks.run import Step, run_suite
 
 IMAGE_SHAPE = (64, 64, 64, 3)
 IMAGE_BYTES = int(np.prod(IMAGE_SHAPE))

@@ -30,7 +30,6 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     fmt_ratio,
@@ -39,10 +38,10 @@ from benchmarks.harness import (
     per_item,
     ratio,
     require,
-    run_suite,
     same_outputs,
 )
 from benchmarks.map_level import BATCH, b1_pipeline, core_b1, grain_cases, hand_b1
+from benchmarks.run import Step, run_suite
 from grainfn import fn
 
 ELEMENTS = "grainfn fn.elements"
