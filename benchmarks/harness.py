@@ -1,8 +1,9 @@
-"""The benchmark harness, the measuring side: timing, reads through workers, rows and targets.
+"""The benchmark harness, the measuring side: timing, rows and targets.
 
 A suite (`benchmarks/NAME.py`) measures `Row`s (the times of grainfn, Grain and a
-hand-written loop doing the same work) with these tools, and judges its `Target`s
-from them; `benchmarks.run` runs the suites and prints the rows.
+hand-written loop doing the same work) with these tools, reads through worker
+processes with `benchmarks.workers`, and judges its `Target`s from the rows;
+`benchmarks.run` runs the suites and prints the rows.
 
 `measure` times wall-clock `time.perf_counter`, best of R runs after an untimed
 warm-up, the runs of one benchmark's implementations interleaved in bursts so
@@ -13,9 +14,7 @@ on, with a full collection before the first timed run and a young one before eac
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gc
-import itertools
 import math
 import statistics
 import time
@@ -192,91 +191,6 @@ def per_item(timings: Mapping[str, Timing], items: int) -> dict[str, float | Non
 def results(timings: Mapping[str, Timing]) -> dict[str, Any]:
     """The result of each implementation's last run."""
     return {label: timing.result for label, timing in timings.items()}
-
-
-# ---------------------------------------------------------------------------
-# Reads through worker processes: when the first element came, and the last.
-
-
-def close(iterator: Any) -> None:
-    """Stops an iterator's workers now rather than when it is garbage collected."""
-    if hasattr(iterator, "close"):
-        iterator.close()
-
-
-def plural(count: int, one: str) -> str:
-    """'1 worker', '2 workers'."""
-    return f"{count} {one}{'' if count == 1 else 's'}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Read:
-    """When one read of a dataset delivered its first and its last element."""
-
-    first: float  # seconds from `iter(ds)` to the first element
-    total: float  # seconds from `iter(ds)` to the end
-
-    @property
-    def steady(self) -> float:
-        """Seconds from the first element to the end."""
-        return self.total - self.first
-
-
-def timed_read(ds: Any, reads: list[Read], keep: Callable[[Any], Any] | None = None) -> list[Any]:
-    """Reads `ds` to the end, appends the timing to `reads`; returns the elements, or
-    `keep(element)` of each where `keep` is given."""
-    started = time.perf_counter()
-    it = iter(ds)
-    try:
-        out = [next(it) if keep is None else keep(next(it))]
-        first = time.perf_counter() - started
-        out.extend(it if keep is None else map(keep, it))
-        total = time.perf_counter() - started
-    finally:
-        close(it)
-    reads.append(Read(first, total))
-    return out
-
-
-def time_workers(
-    libraries: Mapping[str, Any],
-    build: Callable[[Any, int, int], Any],
-    read: Callable[[Any, list[Read]], Any],
-    n: int,
-    warmup_n: int,
-    repeats: int,
-    worker_counts: Sequence[int],
-) -> tuple[dict[tuple[str, int], list[Read]], dict[tuple[str, int], Any]]:
-    """Times `read(build(lib, n, workers))` for each of the `libraries` (by name) and worker count,
-    warmed up on `warmup_n` elements, the runs alternating one by one, each starting its own
-    workers as a new `iter(ds)` does; returns every run's `Read` and each case's last output."""
-    cases, reads = {}, {}
-    for (name, lib), workers in itertools.product(libraries.items(), worker_counts):
-        runs = reads.setdefault((name, workers), [])
-        small = functools.partial(read, build(lib, warmup_n, workers), [])
-        cases[name, workers] = Case(functools.partial(read, build(lib, n, workers), runs), small)
-    timer = Timer(repeats, budget=60.0, burst=0.0)
-    t = measure({f"{name} {plural(w, 'worker')}": case for (name, w), case in cases.items()}, timer)
-    return reads, dict(zip(cases, results(t).values()))
-
-
-def worker_rows(prefix: str, reads: dict[tuple[str, int], list[Read]], items: int) -> list[Row]:
-    """Per worker count, a row of each library's best time from `iter(ds)` to the end, with the
-    median time to the first element, and a row of its best time from the first element on."""
-    rows = []
-    for workers in sorted({w for _, w in reads}):
-        key = f"{prefix} {plural(workers, 'worker')}"
-        by_library = {name: runs for (name, w), runs in reads.items() if w == workers}
-        total = {k: min(r.total for r in v) / items for k, v in by_library.items()}
-        first = {
-            f"{k} first": statistics.median(r.first for r in v) / items
-            for k, v in by_library.items()
-        }
-        steady = {k: min(r.steady for r in v) / items for k, v in by_library.items()}
-        detail = f"best of {len(by_library[GRAINFN])} run(s); 'first': median time to the first"
-        rows.append(Row(f"{key}, end to end", "", total | first, items, detail=detail))
-        rows.append(Row(f"{key}, steady state", "", steady, items))
-    return rows
 
 
 # ---------------------------------------------------------------------------

@@ -141,7 +141,7 @@ def test_bench_outside_a_source_checkout_says_where_to_run_it(
 
 
 def test_every_benchmark_module_is_a_suite_or_the_harness(runner) -> None:
-    helpers = {"__init__", "harness", "run"}
+    helpers = {"__init__", "harness", "run", "workers"}
     modules = {path.stem for path in (ROOT / "benchmarks").glob("*.py")} - helpers
     assert modules == set(runner.SUITES)
     for name in modules:
