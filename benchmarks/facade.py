@@ -40,6 +40,7 @@ from benchmarks.harness import (
     Row,
     Target,
     Timer,
+    grain_cases,
     measure,
     per_item,
     ratio,
@@ -47,7 +48,7 @@ from benchmarks.harness import (
     results,
     same_outputs,
 )
-from benchmarks.map_level import BATCH, FACADE, add_one, add_random, grain_cases
+from benchmarks.map_level import BATCH, FACADE, add_one, add_random
 from benchmarks.run import Step, run_suite
 from benchmarks.streams import hand_b3, keep
 from grainfn import fn

@@ -14,6 +14,7 @@ on, with a full collection before the first timed run and a young one before eac
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import math
 import statistics
@@ -191,6 +192,25 @@ def per_item(timings: Mapping[str, Timing], items: int) -> dict[str, float | Non
 def results(timings: Mapping[str, Timing]) -> dict[str, Any]:
     """The result of each implementation's last run."""
     return {label: timing.result for label, timing in timings.items()}
+
+
+def grain_cases(
+    build: Callable[[int], Any], n: int, warmup_n: int | None, then: Any = None, **case: Any
+) -> dict[str, Case]:
+    """Grain default and threads=0 reading `then(build(n).to_iter_dataset(options))` to the end,
+    warmed up on `build(warmup_n)` (the full pipeline if None); `case`: more `Case` fields."""
+    import grain  # here, not at the top: workers spawned by a suite re-import the harness
+
+    cases = {}
+    for key, options in (
+        (GRAIN, grain.ReadOptions()),
+        (GRAIN_SYNC, grain.ReadOptions(num_threads=0)),
+    ):
+        full, small = (build(size).to_iter_dataset(options) for size in (n, warmup_n or n))
+        if then is not None:
+            full, small = then(full), then(small)
+        cases[key] = Case(functools.partial(list, full), functools.partial(list, small), **case)
+    return cases
 
 
 # ---------------------------------------------------------------------------

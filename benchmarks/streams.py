@@ -34,13 +34,14 @@ from benchmarks.harness import (
     Timer,
     fmt_ratio,
     fmt_seconds,
+    grain_cases,
     measure,
     per_item,
     ratio,
     require,
     same_outputs,
 )
-from benchmarks.map_level import BATCH, b1_pipeline, core_b1, grain_cases, hand_b1
+from benchmarks.map_level import BATCH, b1_pipeline, core_b1, hand_b1
 from benchmarks.run import Step, run_suite
 from grainfn import fn
 
