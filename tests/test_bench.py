@@ -147,9 +147,9 @@ def test_every_benchmark_module_is_a_suite_or_the_harness(runner) -> None:
     for name in modules:
         text = (ROOT / "benchmarks" / f"{name}.py").read_text()
         assert f'run_suite("{name}", __doc__' in text and "grainfn._src.facade" not in text
-    for name in modules | helpers:
+    for name in modules | helpers:  # a module past 400 lines is probably two concepts
         lines = (ROOT / "benchmarks" / f"{name}.py").read_text().splitlines()
-        assert len(lines) <= 420, f"benchmarks/{name}.py has {len(lines)} lines"
+        assert len(lines) <= 400, f"benchmarks/{name}.py has {len(lines)} lines"
 
 
 def test_measure_warms_up_interleaves_and_keeps_the_last_result(harness) -> None:
