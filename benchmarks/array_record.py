@@ -39,16 +39,15 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     measure,
     per_item,
     require,
     results,
-    run_suite,
     same_outputs,
 )
+from benchmarks.run import Step, run_suite
 from grainfn.sources import ArrayRecordDataSource, write_array_records
 
 BATCH, SEED, SHARDS, RECORD_BYTES = 64, 0, 4, 1024

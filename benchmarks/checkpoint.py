@@ -41,7 +41,6 @@ from benchmarks.harness import (
     MISSING,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     Timing,
@@ -49,8 +48,8 @@ from benchmarks.harness import (
     measure,
     ratio,
     require,
-    run_suite,
 )
+from benchmarks.run import Step, run_suite
 
 BATCH = 32
 THEIRS, PLAIN = "Grain", "plain"

@@ -36,28 +36,29 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
-    close,
     fmt_rate,
     measure,
     per_item,
-    plural,
     ratio,
     require,
     results,
-    run_suite,
     same_outputs,
-    time_workers,
-    timed_read,
-    worker_rows,
 )
-from benchmarks.parallel import (
+from benchmarks.run import Step, run_suite
+from benchmarks.workers import (
     Spin,
     calibrate,
     libraries,
     library,
+    plural,
+    reading,
+    resume,
+    take_state,
+    time_workers,
+    timed_read,
+    worker_rows,
 )
 
 SEED, D1_BATCH, D2_BATCH, D3_BATCH = 42, 32, 8, 64
@@ -287,8 +288,7 @@ def cpu_bound(c: Config, work: Spin) -> list[Row]:
 def check_images(batches: Any, n: int) -> bool:
     """Reads `batches` untimed: every batch's shape and dtype, every byte of every record."""
     correct, keys = True, []
-    it = iter(batches)
-    try:
+    with reading(batches) as it:
         for batch in it:
             correct &= (
                 batch.dtype == np.uint8
@@ -300,8 +300,6 @@ def check_images(batches: Any, n: int) -> bool:
             keys.append(image_keys(batch))
             fill = (keys[-1] % 256).astype(np.uint8)
             correct &= bool((batch.reshape(len(batch), -1)[:, 3:] == fill[:, None]).all())
-    finally:
-        close(it)
     return correct and np.array_equal(multiset(keys), np.arange(n))
 
 
@@ -344,20 +342,9 @@ def checkpoints(c: Config) -> list[Row]:
     k = len(expected) // 2
     checks = {}
     for taken, restored in ((2, 0), (0, 2)):
-        it = iter(loader(grainfn, source, d1_operations(grainfn), taken))
-        try:
-            head = [next(it) for _ in range(k)]
-            state = it.get_state()
-            after = next(it)  # the workers read on; the state must not have moved
-        finally:
-            close(it)
-        fresh = iter(loader(grainfn, source, d1_operations(grainfn), restored))
-        try:
-            fresh.set_state(state)
-            rest = list(fresh)
-        finally:
-            close(fresh)
-        same = same_outputs([*head, after, *rest], [*expected[: k + 1], *expected[k:]])
+        head, state = take_state(loader(grainfn, source, d1_operations(grainfn), taken), k)
+        rest = resume(loader(grainfn, source, d1_operations(grainfn), restored), state)
+        same = same_outputs([*head, *rest], [*expected[: k + 1], *expected[k:]])
         checks[f"taken with {plural(taken, 'worker')}, restored with {restored}"] = same
     detail = (
         f"D1's loader over {c.state_n:,} ints ({len(expected):,} batches); get_state() after {k:,}"

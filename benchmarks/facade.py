@@ -38,18 +38,18 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
+    grain_cases,
     measure,
     per_item,
     ratio,
     require,
     results,
-    run_suite,
     same_outputs,
 )
-from benchmarks.map_level import BATCH, FACADE, add_one, add_random, grain_cases
+from benchmarks.map_level import BATCH, FACADE, add_one, add_random
+from benchmarks.run import Step, run_suite
 from benchmarks.streams import hand_b3, keep
 from grainfn import fn
 

@@ -12,7 +12,8 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks.harness import GRAINFN, Row, Step, Target, fmt_seconds, run_suite
+from benchmarks.harness import GRAINFN, Row, Target, fmt_seconds
+from benchmarks.run import Step, run_suite
 
 HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "grain")
 PROBE = """

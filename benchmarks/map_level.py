@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import grain
@@ -29,17 +28,16 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
+    grain_cases,
     measure,
     per_item,
-    ratio,
     require,
     results,
-    run_suite,
     same_outputs,
 )
+from benchmarks.run import Step, run_suite
 from grainfn import fn
 
 FACADE, GRAIN_RANDOM = "grainfn facade", "Grain `ds[i]`"
@@ -94,23 +92,6 @@ def twice_plus_one(x: Any) -> Any:
 
 def add_random(x: int, rng: np.random.Generator) -> Any:
     return x + rng.integers(0, 100)
-
-
-def grain_cases(
-    build: Callable[[int], Any], n: int, warmup_n: int | None, then: Any = None, **case: Any
-) -> dict[str, Case]:
-    """Grain default and threads=0 reading `then(build(n).to_iter_dataset(options))` to the end,
-    warmed up on `build(warmup_n)` (the full pipeline if None); `case`: more `Case` fields."""
-    cases = {}
-    for key, options in (
-        (GRAIN, grain.ReadOptions()),
-        (GRAIN_SYNC, grain.ReadOptions(num_threads=0)),
-    ):
-        full, small = (build(size).to_iter_dataset(options) for size in (n, warmup_n or n))
-        if then is not None:
-            full, small = then(full), then(small)
-        cases[key] = Case(functools.partial(list, full), functools.partial(list, small), **case)
-    return cases
 
 
 def clear_shuffle_tables() -> None:
@@ -406,12 +387,9 @@ def targets(rows: dict[str, Row]) -> list[Target]:
         *(Target.at_least(f"{key}: >= 3x {g}", rows[key].speedup(g), 3) for key, g in others),
     ]
     for key, limit in (("B6", 1.5), ("B7", 1.3)):
-        for who, figure in (
-            ("", rows[key].per_item[GRAINFN]),
-            ("facade ", rows[key].per_item[FACADE]),
-        ):
+        for who, label in (("", GRAINFN), ("facade ", FACADE)):
             text = f"{key}: {who}within {limit}x of the hand loop's time"
-            out.append(Target.at_most(text, ratio(figure, rows[key].per_item[HAND]), limit))
+            out.append(Target.at_most(text, rows[key].ratio(label, HAND), limit))
     return out
 
 

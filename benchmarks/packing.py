@@ -35,15 +35,14 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     measure,
     per_item,
     require,
     results,
-    run_suite,
 )
+from benchmarks.run import Step, run_suite
 from grainfn.testing import assert_elements_equal
 
 LENGTH, BINS, SEED = 1024, 64, 0

@@ -34,16 +34,25 @@ import grainfn
 from benchmarks.harness import (
     GRAINFN,
     Row,
-    Step,
     Target,
-    close,
     fmt_rate,
     fmt_ratio,
     fmt_seconds,
     ratio,
     require,
-    run_suite,
     same_outputs,
+)
+from benchmarks.run import Step, run_suite
+from benchmarks.workers import (
+    LIBRARIES,
+    Spin,
+    calibrate,
+    close,
+    libraries,
+    library,
+    reading,
+    resume,
+    take_state,
     time_workers,
     timed_read,
     worker_rows,
@@ -51,7 +60,6 @@ from benchmarks.harness import (
 
 IMAGE_SHAPE = (64, 64, 64, 3)
 IMAGE_BYTES = int(np.prod(IMAGE_SHAPE))
-LIBRARIES = ("grainfn", "Grain")
 P3 = f"P3 {IMAGE_BYTES // 2**10} KiB arrays, 2 workers"
 
 
@@ -80,60 +88,6 @@ DEFAULT = Config(
 QUICK = Config(
     cpu_n=120, cpu_repeats=1, warmup_n=4, first_trials=3, image_n=100, image_repeats=2, state_n=500
 )
-
-
-# ---------------------------------------------------------------------------
-# The work, the libraries and the timed reads (the DataLoader suite uses them too).
-
-
-@dataclasses.dataclass(frozen=True)
-class Spin:
-    """CPU-bound work: `iterations` steps of a pure-Python loop; the result depends on `x`."""
-
-    iterations: int
-
-    def __call__(self, x: int) -> int:
-        acc = x
-        for i in range(self.iterations):
-            acc = (acc * 31 + i) % 1_000_003
-        return acc
-
-
-def seconds_per_call(work: Spin, calls: int) -> float:
-    """The median seconds of `calls` calls of `work`."""
-    times = []
-    for x in range(calls):
-        started = time.perf_counter()
-        work(x)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def calibrate(target: float) -> Spin:
-    """A `Spin` taking about `target` seconds per call here."""
-    iterations = 1_000
-    while seconds_per_call(Spin(iterations), 5) < target / 4:
-        iterations *= 2
-    for _ in range(2):  # two corrections: the first estimate includes a cold start
-        iterations = max(1, round(iterations * target / seconds_per_call(Spin(iterations), 15)))
-    return Spin(iterations)
-
-
-def libraries() -> dict[str, Any]:
-    """The modules giving the Grain API, by name: grainfn's facade and Google Grain."""
-    return {name: library(name) for name in LIBRARIES}
-
-
-def library(name: str) -> Any:
-    """grainfn's facade, or Google Grain (imported on first use, absl flags marked parsed)."""
-    if name == "grainfn":
-        return grainfn
-    import grain
-    from absl import flags
-
-    if not flags.FLAGS.is_parsed():
-        flags.FLAGS.mark_as_parsed()
-    return grain
 
 
 # ---------------------------------------------------------------------------
@@ -286,8 +240,7 @@ def make_image(index: int) -> np.ndarray:
 def check_images(ds: Any, n: int) -> dict[str, bool]:
     """Reads `ds` untimed: every array of the right shape and bytes, and writable."""
     correct, writable, count = True, True, 0
-    it = iter(ds)
-    try:
+    with reading(ds) as it:
         for index, image in enumerate(it):
             count, value = count + 1, index % 256
             correct &= (
@@ -300,8 +253,6 @@ def check_images(ds: Any, n: int) -> dict[str, bool]:
                 writable &= int(image[-1, -1, -1, -1]) == 255 - value
             except ValueError:  # a read-only array
                 writable = False
-    finally:
-        close(it)
     return {"correct": correct and count == n, "writable": writable}
 
 
@@ -363,21 +314,11 @@ def state_pipeline(n: int, workers: int | None) -> Any:
 def checkpoints(c: Config) -> list[Row]:
     expected = list(state_pipeline(c.state_n, None))
     k = len(expected) // 2
-    it = iter(state_pipeline(c.state_n, 2))
-    try:
-        head = [next(it) for _ in range(k)]
-        state = it.get_state()
-        after = next(it)  # the workers went on reading; the state must not have
-    finally:
-        close(it)
-    checks = {"first half with 2 workers": same_outputs([*head, after], expected[: k + 1])}
+    head, state = take_state(state_pipeline(c.state_n, 2), k)
+    checks = {"first half with 2 workers": same_outputs(head, expected[: k + 1])}
     for label, workers in (("0 workers", 0), ("1 worker", 1), ("no mp_prefetch", None)):
-        fresh = iter(state_pipeline(c.state_n, workers))
-        try:
-            fresh.set_state(state)
-            checks[f"restored with {label}"] = same_outputs(list(fresh), expected[k:])
-        finally:
-            close(fresh)
+        rest = resume(state_pipeline(c.state_n, workers), state)
+        checks[f"restored with {label}"] = same_outputs(rest, expected[k:])
     detail = f"{len(expected)} batches read with 2 workers; get_state() after {k}, restored anew."
     return [Row("P4 a state taken", "with 2 workers", {}, detail=detail, checks=checks)]
 

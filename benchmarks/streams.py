@@ -30,19 +30,19 @@ from benchmarks.harness import (
     HAND,
     Case,
     Row,
-    Step,
     Target,
     Timer,
     fmt_ratio,
     fmt_seconds,
+    grain_cases,
     measure,
     per_item,
     ratio,
     require,
-    run_suite,
     same_outputs,
 )
-from benchmarks.map_level import BATCH, b1_pipeline, core_b1, grain_cases, hand_b1
+from benchmarks.map_level import BATCH, b1_pipeline, core_b1, hand_b1
+from benchmarks.run import Step, run_suite
 from grainfn import fn
 
 ELEMENTS = "grainfn fn.elements"

@@ -61,14 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     commands.add_parser(
         "bench",
-        add_help=False,  # its options, --help included, belong to benchmarks.harness
+        add_help=False,  # its options, --help included, belong to benchmarks.run
         help="run the benchmark suites (from a source checkout) and print the ratios vs Grain",
     )
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "bench":
-        harness = benchmark_harness()
-        if harness is None:
+        runner = benchmark_runner()
+        if runner is None:
             print(
                 "python -m grainfn bench: the benchmark suites were not found. They live in "
                 "the `benchmarks` directory of a source checkout of grainfn and are not "
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        status: int = harness.main(rest, prog="python -m grainfn bench")
+        status: int = runner.main(rest, prog="python -m grainfn bench")
         return status
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -112,13 +112,13 @@ def source_roots() -> list[Path]:
     return [Path.cwd(), Path(__file__).resolve().parents[1]]
 
 
-def benchmark_harness() -> ModuleType | None:
-    """The `benchmarks.harness` module of a source checkout, or None where there is none."""
+def benchmark_runner() -> ModuleType | None:
+    """The `benchmarks.run` module of a source checkout, or None where there is none."""
     for root in source_roots():
-        if (root / "benchmarks" / "harness.py").is_file():
+        if (root / "benchmarks" / "run.py").is_file():
             if str(root) not in sys.path:
                 sys.path.insert(0, str(root))
-            return importlib.import_module("benchmarks.harness")
+            return importlib.import_module("benchmarks.run")
     return None
 
 
