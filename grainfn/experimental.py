@@ -1,7 +1,5 @@
 """Grain's `experimental` names that grainfn supports."""
 
-from pathlib import Path
-
 # Each public name is imported once, in the `name as name` form (see grainfn._src.lazy).
 from grainfn._src.facade.combining import InterleaveIterDataset as InterleaveIterDataset
 from grainfn._src.facade.combining import RebatchIterDataset as RebatchIterDataset
@@ -27,10 +25,10 @@ from grainfn._src.facade.packing import FirstFitPackIterDataset as FirstFitPackI
 from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStruct
 from grainfn._src.inspect.element_spec import ShapeDtypeStructProtocol as ShapeDtypeStructProtocol
 from grainfn._src.inspect.element_spec import get_element_spec as get_element_spec
-from grainfn._src.lazy import reexports
+from grainfn._src.lazy import lazy_attributes
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
 from grainfn._src.transforms import FlatMapTransform as FlatMapTransform
 from grainfn._src.transforms import MapWithIndexTransform as MapWithIndexTransform
 from grainfn._src.transforms import apply_transformations as apply_transformations
 
-__all__ = reexports(Path(__file__).read_text())[0]
+__getattr__, __dir__, __all__ = lazy_attributes(globals())

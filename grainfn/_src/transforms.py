@@ -124,6 +124,10 @@ the DataLoader (which adds Grain's legacy operations to it) all read it.
 """
 
 
+_CLASS_OF_STAGE = {stage: kind for kind, stage, _ in TRANSFORMS}
+"""The transformation class of each stage, for error messages."""
+
+
 def step_of(
     transform: Any, table: Sequence[tuple[type[Any], str, str]] = TRANSFORMS
 ) -> Step | None:
@@ -160,7 +164,7 @@ def as_function(transform: Any, method: str) -> Callable[..., Any]:
     step = step_of(transform)
     if step is None:
         if not callable(transform):
-            kind = next(kind for kind, stage, _ in TRANSFORMS if stage == method)
+            kind = _CLASS_OF_STAGE[method]
             raise TypeError(
                 f"{method} takes a {kind.__name__} transformation or a callable, got {transform!r}."
             )
@@ -168,7 +172,7 @@ def as_function(transform: Any, method: str) -> Callable[..., Any]:
     if step.stage == method:
         assert step.function is not None
         return step.function
-    kind = next(kind for kind, stage, _ in TRANSFORMS if stage == step.stage)
+    kind = _CLASS_OF_STAGE[step.stage]
     use = {"flat_map": ".apply(...)", "batch": ".batch(...) or .apply(...)"}
     raise TypeError(
         f"{method} got a {kind.__name__} transformation ({type(transform).__qualname__}); "

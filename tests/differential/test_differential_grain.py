@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 
-from grainfn._src.index.shuffle import _block_bits
 from grainfn._src.stages.batch import BatchedDataset
 from grainfn._src.stages.shuffle import ShuffledDataset
 
+from grain_shuffle import grain_is_broken
 from pipelines import build_dataset, build_grain, dataset_specs
 
 pytestmark = pytest.mark.grain
@@ -122,11 +122,8 @@ def grain_batch_length_is_inexact(ds: Any) -> bool:
 
 def grain_shuffle_is_not_a_permutation(ds: Any) -> bool:
     """Whether a shuffle above `ds` has a length Grain's float-sized cipher does not permute."""
-    if isinstance(ds, ShuffledDataset) and ds.length > 2**16:
-        max_index = ds.length - 1
-        grain_bits = max(16, math.ceil(math.log2(max_index)))
-        if grain_bits + (grain_bits & 1) != _block_bits(max_index):
-            return True
+    if isinstance(ds, ShuffledDataset) and grain_is_broken(ds.length):
+        return True
     return any(grain_shuffle_is_not_a_permutation(p) for p in ds.parents)
 
 

@@ -1,6 +1,5 @@
 """Tests for grainfn._src.index.shuffle: Grain parity, bijectivity, scalar/vector/jax agreement."""
 
-import math
 import random
 
 import numpy as np
@@ -10,6 +9,8 @@ from hypothesis import strategies as st
 
 from grainfn._src.index import shuffle as shuffle_module
 from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
+
+from grain_shuffle import grain_block_bits, grain_is_broken
 
 SEEDS = [0, 1, 12345, 2**31, 2**32 - 1]
 LENGTHS = [
@@ -39,16 +40,6 @@ def grain_shuffle(index: int, length: int, seed: int) -> int:
         position, max_index=length - 1, seed=(seed + epoch) % 2**32, rounds=4
     )
     return permuted + epoch * length
-
-
-def grain_block_bits(max_index: int) -> int:
-    """Grain's block size: ceil(log2(max_index)) in doubles, rounded up to even, >= 16."""
-    bits = math.ceil(math.log2(max_index))
-    return min(64, max(16, bits + bits % 2))
-
-
-def grain_is_broken(length: int) -> bool:
-    return length > 1 and grain_block_bits(length - 1) != shuffle_module._block_bits(length - 1)
 
 
 def sample_indices(length: int, epochs: int, count: int, rng: random.Random) -> list[int]:

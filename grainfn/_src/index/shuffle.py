@@ -212,13 +212,12 @@ def _encrypt_by_table(value: np.ndarray, w: int, keys: Sequence[Any]) -> np.ndar
     """`_encrypt` for numpy with the round function looked up in a table of all w-bit inputs.
 
     One gather replaces the eleven array operations of the round function, and
-    the halves are worked on in place as uint16.
+    the halves are worked on in place as uint16: the keys must be uint16 too
+    (`_key_dtype`).
     """
     table: Any = _round_table(w)
     left: Any = (value >> w).astype(np.uint16)
     right: Any = (value & value.dtype.type((1 << w) - 1)).astype(np.uint16)
-    if keys[0].dtype != np.uint16:
-        keys = [k.astype(np.uint16) for k in keys]
     looked_up = np.empty_like(left)
     for k in range(0, _ROUNDS, 2):
         left ^= table.take(right, out=looked_up)
@@ -229,6 +228,11 @@ def _encrypt_by_table(value: np.ndarray, w: int, keys: Sequence[Any]) -> np.ndar
     out <<= value.dtype.type(w)
     out |= right
     return out
+
+
+def _key_dtype(w: int) -> type[np.unsignedinteger[Any]]:
+    """The dtype numpy encryption takes its round keys in: uint16 where the table is used."""
+    return np.uint16 if w <= _TABLE_ROUND_BITS else np.uint32
 
 
 @functools.cache
@@ -250,7 +254,7 @@ def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
 @functools.lru_cache(maxsize=32)
 def _table(length: int, seed: int) -> np.ndarray:
     """The cycle-walked permutation of [0, length) for a 16-bit block, as uint16."""
-    keys = [np.uint32(k) for k in _int_keys(seed, _TABLE_BITS // 2)]
+    keys = [np.uint16(k) for k in _int_keys(seed, _TABLE_BITS // 2)]
     block = np.arange(1 << _TABLE_BITS, dtype=np.uint32)
     succ = _encrypt(block, _TABLE_BITS // 2, keys).astype(np.intp)
     # Pointer doubling: after r rounds succ[x] is the first in-range value among the
@@ -281,7 +285,7 @@ def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -
         seed_list = [seeds] * position.size if isinstance(seeds, int) else seeds.tolist()
         pairs = zip(position.tolist(), seed_list, strict=True)
         return np.array([_walk_int(p, max_index, w, _int_keys(s, w)) for p, s in pairs], np.uint64)
-    half = np.uint16 if w <= 16 else np.uint32
+    half = _key_dtype(w)
     if isinstance(seeds, int):
         keys: list[Any] = [half(k) for k in _int_keys(seeds, w)]
     else:
