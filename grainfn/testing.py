@@ -40,8 +40,10 @@ from grainfn._src.testing.specs import (
     RANDOM_MAPS,
     add_one,
     build_dataset,
+    build_device_dataset,
     build_stream,
     dataset_specs,
+    device_dataset_specs,
     stream_specs,
     with_index,
 )
@@ -55,9 +57,12 @@ __all__ = [
     "assert_elements_equal",
     "assert_resumable",
     "build_dataset",
+    "build_device_dataset",
     "build_stream",
     "dataset_specs",
     "datasets",
+    "device_dataset_specs",
+    "device_datasets",
     "stream_specs",
     "streams",
     "with_index",
@@ -87,3 +92,15 @@ def datasets() -> st.SearchStrategy[Any]:
 def streams() -> st.SearchStrategy[Any]:
     """Random valid, finite stream pipelines (grainfn Streams) that read without error."""
     return stream_specs().map(lambda s: _builds(build_stream, s)).filter(lambda d: d is not None)
+
+
+def device_datasets() -> st.SearchStrategy[Any]:
+    """Random map-level pipelines that `fn.to_jax` runs.
+
+    They are non-empty, built from jax-traceable functions, and readable on the host.
+    """
+    return (
+        device_dataset_specs()
+        .map(lambda s: _builds(build_device_dataset, s))
+        .filter(lambda d: d is not None and d.length > 0)
+    )

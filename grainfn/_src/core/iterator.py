@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from grainfn._src.core import state as records
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 T = TypeVar("T")
@@ -43,6 +44,7 @@ class StreamIterator(Iterator[T]):
         if state is None:
             state = stream.init()
         else:
+            state = records.as_host(state)  # a state out of jax.jit holds 0-d arrays
             stream.check_state(state)
         self.stream = stream
         self._mark = state

@@ -103,6 +103,23 @@ def map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
     return fn(tree)
 
 
+def leaves(tree: Any) -> list[Any]:
+    """The leaves of `tree`, depth first, in its own order (None is an empty subtree).
+
+    Examples:
+        >>> leaves({"a": [1, 2], "b": (3, None)})
+        [1, 2, 3]
+    """
+    found: list[Any] = []
+
+    def collect(leaf: Any) -> None:
+        if leaf is not None:
+            found.append(leaf)
+
+    map_leaves(collect, tree)
+    return found
+
+
 def _stack_at(elements: Sequence[Any], path: str) -> Any:
     first = elements[0]
     if first is None:  # an empty subtree, as in JAX: nothing to stack

@@ -11,6 +11,8 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+import numpy as np
+
 from grainfn._src.core.dataset import pipeline_lines
 
 if TYPE_CHECKING:
@@ -60,6 +62,34 @@ def register(record: R) -> R:
         )
     RECORDS[record.__name__] = record
     return record
+
+
+def as_host(state: Any) -> Any:
+    """`state` with 0-d integer and bool arrays (numpy or jax) as Python ints and bools.
+
+    A state that went through `jax.jit` holds such arrays; the host's readers
+    work on Python numbers. Any other value is left for `check_state` to judge.
+
+    Examples:
+        >>> as_host(DatasetPosition(np.int32(7)))
+        DatasetPosition(position=7)
+        >>> as_host((np.array(True), 3))
+        (True, 3)
+    """
+    if isinstance(state, tuple):
+        values = [as_host(value) for value in state]
+        return type(state)(*values) if hasattr(state, "_fields") else tuple(values)
+    if isinstance(state, (bool, int)):
+        return state
+    dtype = getattr(state, "dtype", None)
+    if dtype is None or getattr(state, "shape", None) != ():
+        return state
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return bool(state)
+    if kind in "iu":
+        return int(state)
+    return state
 
 
 def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None:
@@ -184,6 +214,7 @@ def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:
         >>> saved["pipeline"]
         ['from_dataset()', '  range(0, 3, 1)  [length 3]']
     """
+    state = as_host(state)
     stream.check_state(state)
     return StateCodec(stream).encode(state)
 

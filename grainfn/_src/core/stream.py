@@ -133,7 +133,11 @@ class Stream(Generic[T]):
         raise NotImplementedError
 
     def step(self, state: Any) -> tuple[Any, Any]:
-        """Returns `(element, next state)`, or `(END, state)` once the stream is exhausted."""
+        """Returns `(element, next state)`, or `(END, state)` once the stream is exhausted.
+
+        The state may hold 0-d numpy or jax arrays (a state that went through `jax.jit`).
+        """
+        state = records.as_host(state)
         self.check_state(state)
         cursor = self.open(state)
         try:

@@ -65,7 +65,9 @@ def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
     """
     length, seed = _check_length(length), _check_seed(seed)
     if type(indices).__module__.startswith("jax"):
-        return cast(_Array, _shuffle_jax(indices, length, seed))
+        from grainfn._src.index.shuffle_jax import shuffle_jax  # jax loads only when used
+
+        return cast(_Array, shuffle_jax(indices, length, seed))
     array = np.asarray(indices)
     if array.dtype.kind not in "iu":
         raise TypeError(f"indices must be integers, got dtype {array.dtype}.")
@@ -323,55 +325,3 @@ def _shuffle_chunk(indices: np.ndarray, length: int, seed: int) -> np.ndarray:
     seeds = (epoch % _SEED_LIMIT).astype(np.uint32) + np.uint32(seed)
     out = _permute_numpy(indices - epoch * length, length, seeds)
     return out.astype(np.int64) + epoch * length
-
-
-def _shuffle_jax(indices: Any, length: int, seed: int) -> Any:
-    import jax
-    import jax.numpy as jnp
-
-    if not jnp.issubdtype(indices.dtype, jnp.integer):
-        raise TypeError(f"indices must be integers, got dtype {indices.dtype}.")
-    bits = _block_bits(length - 1)
-    if bits > 32 and jax.dtypes.canonicalize_dtype(np.uint64) != np.uint64:
-        raise ValueError(
-            f"length {length} needs a {bits}-bit shuffle block, but jax runs in 32-bit mode; "
-            "enable 64-bit mode with jax.config.update('jax_enable_x64', True)."
-        )
-    if length - 1 > jnp.iinfo(indices.dtype).max:
-        raise ValueError(
-            f"length {length} does not fit in indices of dtype {indices.dtype}; "
-            "use a wider dtype (64-bit needs jax_enable_x64)."
-        )
-    if not isinstance(indices, jax.core.Tracer) and indices.size:
-        low = int(indices.min())
-        if low < 0:
-            raise ValueError(f"indices must be >= 0, got {low}.")
-    return _jax_kernel()(indices, length, seed)
-
-
-@functools.cache
-def _jax_kernel() -> Callable[[Any, int, int], Any]:
-    import jax
-    import jax.numpy as jnp
-
-    def kernel(indices: Any, length: int, seed: int) -> Any:
-        if length == 1:
-            return indices
-        bits = _block_bits(length - 1)
-        w, limit = bits // 2, (np.uint32 if bits <= 32 else np.uint64)(length - 1)
-        index_dtype = np.uint64 if indices.dtype.itemsize == 8 else np.uint32
-        positions = indices.astype(index_dtype)
-        epoch = base = jnp.zeros_like(positions)
-        if length <= np.iinfo(index_dtype).max:  # else (length 2**32, uint32) all in epoch 0
-            epoch = positions // index_dtype(length)
-            base = epoch * index_dtype(length)
-        seeds = epoch.astype(np.uint32) + np.uint32(seed)
-        keys = _array_keys(seeds, jnp.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
-        value = jax.lax.while_loop(
-            lambda v: jnp.any(v > limit),
-            lambda v: jnp.where(v > limit, _encrypt(v, w, keys), v),
-            _encrypt((positions - base).astype(limit.dtype), w, keys),
-        )
-        return (value.astype(index_dtype) + base).astype(indices.dtype)
-
-    return jax.jit(kernel, static_argnums=(1, 2))

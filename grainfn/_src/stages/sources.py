@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset, function_name, set_length
 
@@ -126,6 +127,60 @@ class SourceDataset(Dataset[Any]):
         return f"source({function_name(self.source)}, length {self.length})"
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class ArrayTree:
+    """A source of rows: record `i` is row `i` of every array in a dict of arrays.
+
+    The dict may nest dicts, lists and tuples; its arrays share their first
+    dimension. `fn.source` makes one of such a dict.
+
+    Examples:
+        >>> rows = ArrayTree({"x": np.arange(6).reshape(3, 2), "y": np.array([7, 8, 9])})
+        >>> len(rows), rows[1]
+        (3, {'x': array([2, 3]), 'y': np.int64(8)})
+    """
+
+    tree: Any
+
+    def __len__(self) -> int:
+        return int(tree.leaves(self.tree)[0].shape[0])
+
+    def __getitem__(self, index: int) -> Any:
+        return tree.map_leaves(lambda leaf: leaf[index], self.tree)
+
+    @property
+    def display_name(self) -> str:
+        """How pipeline descriptions name this source: its arrays' shapes and dtypes."""
+        shapes = tree.map_leaves(lambda leaf: f"{tuple(leaf.shape)} {leaf.dtype}", self.tree)
+        return f"arrays {shapes}"
+
+    def __repr__(self) -> str:
+        return self.display_name
+
+
+def array_tree(data: Any) -> ArrayTree | None:
+    """`data` as an ArrayTree, or None if it is not a dict of arrays.
+
+    A dict of arrays is non-empty, has string keys, and its leaves are arrays.
+
+    Raises:
+        ValueError: for such a dict whose arrays differ in their first dimension.
+    """
+    if not isinstance(data, dict) or not data or not all(isinstance(k, str) for k in data):
+        return None
+    leaves = tree.leaves(data)
+    if not leaves or not all(getattr(leaf, "ndim", 0) >= 1 for leaf in leaves):
+        return None
+    lengths = {int(leaf.shape[0]) for leaf in leaves}
+    if len(lengths) > 1:
+        shapes = tree.map_leaves(lambda leaf: tuple(leaf.shape), data)
+        raise ValueError(
+            f"A source of arrays needs every array to have the same first dimension (the "
+            f"number of records), got shapes {shapes}."
+        )
+    return ArrayTree(data)
+
+
 def _batched_reader(source: Any) -> Callable[[list[int]], Any] | None:
     reader = getattr(source, "__getitems__", None)
     return reader if callable(reader) else None
@@ -191,8 +246,14 @@ def range(start: int, stop: int | None = None, step: int = 1) -> Dataset[int]:
 def source(data: Sequence[T] | Any) -> Dataset[T]:
     """The items of a Sequence or a random-access data source (`len` and `[]`).
 
+    A dict (of dicts, lists, tuples) of arrays that share their first dimension
+    is a source of rows: record `i` holds row `i` of each array, in the same
+    structure (as `tf.data.Dataset.from_tensor_slices` reads one).
+
     Examples:
         >>> source("abc").get(4)
         'b'
+        >>> source({"x": np.array([1.5, 2.5]), "y": np.array([3, 4])}).get(1)
+        {'x': np.float64(2.5), 'y': np.int64(4)}
     """
-    return SourceDataset(check_source(data))
+    return SourceDataset(array_tree(data) or check_source(data))

@@ -177,6 +177,80 @@ def _apply_fn(op: tuple[Any, ...], ds: Any) -> Any:  # a Dataset, or a Stream fo
     return fn.batch(op[1], ds, drop_remainder=op[2])
 
 
+# Device pipelines: the map-level stages `fn.to_jax` compiles, with jax-traceable functions.
+
+
+@st.composite
+def device_dataset_specs(draw: Any, depth: int = 2, batch: bool = True) -> tuple[Any, ...]:
+    """Specs of random map-level pipelines that `fn.to_jax` supports (some may be empty).
+
+    Components of a mix or concatenation are not batched: on device they give
+    elements of one shape.
+    """
+    if depth > 0 and draw(st.integers(0, 4)) == 0:
+        kind = draw(st.sampled_from(["mix", "concatenate"]))
+        part = device_dataset_specs(depth=depth - 1, batch=False)
+        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
+        weights = draw(
+            st.none()
+            | st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(tuple)
+        )
+        head: tuple[Any, ...] = ("mix", parts, weights) if kind == "mix" else ("concatenate", parts)
+    else:
+        head = (draw(st.sampled_from(["range", "source"])), draw(st.integers(1, 40)))
+    ops = draw(st.lists(device_op(batch), max_size=5))
+    if draw(st.booleans()):
+        ops.insert(0, ("seed", draw(seeds)))
+    return (head, *ops)
+
+
+@st.composite
+def device_op(draw: Any, batch: bool = True) -> tuple[Any, ...]:
+    """One map-level stage spec that runs on device (not a batch unless `batch`)."""
+    kind = draw(
+        st.sampled_from(
+            [
+                "seed",
+                "shuffle",
+                "window_shuffle",
+                "slice",
+                "take",
+                "repeat",
+                "map",
+                "map_with_index",
+            ]
+            + (["batch"] if batch else [])
+        )
+    )
+    if kind == "window_shuffle":
+        return ("window_shuffle", draw(st.integers(1, 12)), draw(optional_seeds))
+    if kind == "batch":
+        return ("batch", draw(st.integers(1, 5)), True)
+    if kind in ("seed", "map", "map_with_index"):
+        return _element_op(draw, kind)
+    return draw(unary_op(allow_batch=False).filter(lambda op: op[0] == kind))
+
+
+def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
+    """The grainfn dataset of a spec from `device_dataset_specs`."""
+    head, *ops = spec
+    ds: Dataset[Any]
+    if head[0] == "source":  # int32 rows: the same dtype on device in both integer modes
+        ds = fn.source(np.arange(head[1], dtype=np.int32) * 3)
+    elif head[0] == "range":
+        ds = fn.range(head[1])
+    elif head[0] == "mix":
+        ds = fn.mix([build_device_dataset(p) for p in head[1]], head[2])
+    else:
+        ds = fn.concatenate([build_device_dataset(p) for p in head[1]])
+    for op in ops:
+        if op[0] == "window_shuffle":
+            ds = fn.window_shuffle(op[1], ds, seed=op[2])
+        else:
+            ds = _apply_fn(op, ds)
+    return ds
+
+
 # Streams: a dataset spec read in order, then stream-level stages.
 
 

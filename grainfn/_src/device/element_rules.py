@@ -1,0 +1,159 @@
+"""Device rules of the stages that make elements.
+
+range, source, map, map_with_index, random_map and batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from grainfn._src.core.dataset import function_name
+from grainfn._src.device.compiler import NotOnDeviceError
+from grainfn._src.device.ints import Split, offset_bound, parent_bound, require, whole_position
+from grainfn._src.stages.batch import BatchedDataset
+from grainfn._src.stages.map import IndexMappedDataset, MappedDataset, RandomMappedDataset
+from grainfn._src.stages.sources import ArrayTree, RangeDataset, SourceDataset
+
+if TYPE_CHECKING:
+    from grainfn._src.device.compiler import Compiler, Program
+
+
+def range_rule(c: Compiler, ds: RangeDataset, bound: int) -> Program:
+    last = ds.start + offset_bound(ds.length, bound) * ds.step
+    info = np.iinfo(c.mode.position_dtype)
+    require(
+        info.min <= min(ds.start, last) and max(ds.start, last) <= info.max,
+        ds.describe_stage(),
+        f"its values reach {last}, outside {c.mode.position_dtype}",
+        c.mode,
+    )
+    start, step, dtype = c.mode.constant(ds.start), c.mode.constant(ds.step), c.mode.position_dtype
+    # Wrapping unsigned arithmetic, then a cast: exact, as the value fits the signed dtype.
+    return lambda arrays, at: (start + at.offset * step).astype(dtype)
+
+
+def source_rule(c: Compiler, ds: SourceDataset, bound: int) -> Program:
+    import jax
+
+    tree = ds.source.tree if isinstance(ds.source, ArrayTree) else ds.source
+    leaves, structure = jax.tree_util.tree_flatten(tree)
+    places = [c.add(_device_array(leaf, ds)) for leaf in leaves]
+
+    def program(arrays: Sequence[Any], at: Split) -> Any:
+        return jax.tree_util.tree_unflatten(structure, [arrays[i][at.offset] for i in places])
+
+    return program
+
+
+def _device_array(leaf: Any, ds: SourceDataset) -> Any:
+    import jax
+
+    dtype = getattr(leaf, "dtype", None)
+    if not hasattr(leaf, "shape") or dtype is None or np.dtype(dtype).kind not in "biufc":
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: a device source holds numeric arrays "
+            f"(a jax or numpy array, or a dict of them), got {type(leaf).__name__}. Pass "
+            "fn.source(jnp.asarray(data)) or fn.source({'x': xs, 'y': ys})."
+        )
+    canonical = jax.dtypes.canonicalize_dtype(dtype)
+    if canonical != np.dtype(dtype):
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its array of dtype {np.dtype(dtype)} "
+            f"would become {canonical} on device, so its elements would differ from the host's. "
+            f"Convert it first (array.astype(np.{canonical})), or enable 64-bit types with "
+            "jax.config.update('jax_enable_x64', True)."
+        )
+    return leaf
+
+
+def map_rule(c: Compiler, ds: MappedDataset, bound: int) -> Program:
+    parent, fn, stage = c.compile(ds.parent, bound), ds.fn, ds.describe_stage()
+    return lambda arrays, at: _call(stage, fn, parent(arrays, at))
+
+
+def map_with_index_rule(c: Compiler, ds: IndexMappedDataset, bound: int) -> Program:
+    require(
+        bound <= c.mode.top,
+        ds.describe_stage(),
+        f"the index it passes reaches {bound}, beyond {c.mode.position_dtype}",
+        c.mode,
+    )
+    parent, fn, stage = c.compile(ds.parent, bound), ds.fn, ds.describe_stage()
+    whole, dtype = whole_position(c.mode, ds, bound), c.mode.position_dtype
+    return lambda arrays, at: _call(stage, fn, whole(at).astype(dtype), parent(arrays, at))
+
+
+def random_map_rule(c: Compiler, ds: RandomMappedDataset, bound: int) -> Program:
+    parent, fn, stage, seed = c.compile(ds.parent, bound), ds.fn, ds.describe_stage(), ds.seed
+
+    def program(arrays: Sequence[Any], at: Split) -> Any:
+        return _call(stage, fn, parent(arrays, at), element_key(seed, at))
+
+    return program
+
+
+def element_key(seed: int, at: Split) -> Any:
+    """The `jax.random` key of the element at `at` of a random_map with `seed`.
+
+    `fold_in` of the epoch (mod 2**32), then of the offset's high and low 32-bit
+    words, into `jax.random.key(seed)`: the same key in both integer modes, on
+    any device or process, and for any resumed run.
+    """
+    import jax
+
+    offset = at.offset
+    high = (offset >> 32).astype(np.uint32) if offset.dtype.itemsize == 8 else np.uint32(0)
+    key = jax.random.fold_in(jax.random.key(seed), at.epoch.astype(np.uint32))
+    key = jax.random.fold_in(key, high)
+    return jax.random.fold_in(key, offset.astype(np.uint32))
+
+
+def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:
+    import jax
+
+    size, parent_length = ds.batch_size, ds.parent.length
+    if ds.batch_fn is not None:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its batch_fn "
+            f"({function_name(ds.batch_fn)}) takes a Python list of elements. A device batch "
+            "stacks them; drop batch_fn."
+        )
+    if parent_length % size and not ds.drop_remainder:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: the last batch of each epoch holds "
+            f"{parent_length % size} of {size} elements, and a device batch has one shape. "
+            "Pass drop_remainder=True."
+        )
+    epoch, offset = divmod(bound, ds.length) if bound >= ds.length else (0, bound)
+    last_row = epoch * parent_length + (offset + 1) * size - 1  # of the last batch it may read
+    parent = c.compile(ds.parent, min(last_row, parent_bound(ds.length, bound, parent_length)))
+    rows = np.arange(size, dtype=c.mode.unsigned)
+    unsigned = c.mode.unsigned.type
+
+    def program(arrays: Sequence[Any], at: Split) -> Any:
+        offsets = at.offset * unsigned(size) + rows
+        return jax.vmap(lambda offset: parent(arrays, Split(at.epoch, offset)))(offsets)
+
+    return program
+
+
+def _call(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as error:
+        error.add_note(f"(in {stage}, traced by to_jax: the function must be jax-traceable)")
+        raise
+
+
+RULES: dict[type, Any] = {
+    RangeDataset: range_rule,
+    SourceDataset: source_rule,
+    MappedDataset: map_rule,
+    IndexMappedDataset: map_with_index_rule,
+    RandomMappedDataset: random_map_rule,
+    BatchedDataset: batch_rule,
+}
+"""The device rule of each element-making stage."""

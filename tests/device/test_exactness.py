@@ -1,0 +1,115 @@
+"""Device index math in both integer modes: exact where it fits, refused where it cannot be.
+
+Also: states that went through jit are accepted by every host state API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grainfn import fn
+from grainfn._src.device import wide
+
+TOP32 = 2**31 - 1
+
+
+def assert_device_equals_host(ds: Any, positions: list[int]) -> None:
+    device = jax.jit(fn.to_jax(ds).get_many)(jnp.asarray(positions))
+    host = ds.get_many(positions)
+    np.testing.assert_array_equal(np.asarray(device), np.asarray(host))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_the_overflow_cases_of_the_issue_are_exact(x64: bool) -> None:
+    with jax.enable_x64(x64):
+        big = fn.range(10**9)
+        positions = [8_388_607, 8_388_608, 8_388_609, 33_554_432, 33_554_433, TOP32 - 1, TOP32]
+        assert_device_equals_host(fn.mix([big, big, big], [0.7, 0.2, 0.1]), positions)
+        assert_device_equals_host(fn.mix([big, big], [3, 1]), positions)
+        second_epoch = [2**31 - 10, 2**31 - 9, TOP32]  # positions of the shuffle's epoch 1
+        assert_device_equals_host(fn.shuffle(fn.range(2**31 - 10), seed=4), second_epoch)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_batches_of_a_mix_reach_positions_past_32_bits_exactly(x64: bool) -> None:
+    with jax.enable_x64(x64):
+        mixed = fn.mix([fn.range(1000), fn.shuffle(fn.range(10**6, 10**6 + 500), seed=1)])
+        ds = fn.batch(128, mixed, drop_remainder=True)
+        assert_device_equals_host(ds, [0, 5, 10**6, 2**25 + 3, TOP32])  # element ~2**38
+
+
+def test_what_32_bits_cannot_hold_is_refused_naming_x64() -> None:
+    wide_values = fn.range(2**33, 2**33 + 10)
+    with pytest.raises(OverflowError, match="jax_enable_x64"):
+        fn.to_jax(wide_values)
+    with pytest.raises(OverflowError, match="jax_enable_x64"):
+        fn.to_jax(fn.shuffle(fn.range(2**33), seed=0))  # a 34-bit shuffle block
+    with pytest.raises(OverflowError, match="position 2147483648 does not fit int32"):
+        fn.to_jax(fn.range(5)).get_many(np.array([2**31]))
+    with jax.enable_x64(True):
+        assert_device_equals_host(wide_values, [0, 9, 2**40])
+        assert_device_equals_host(fn.shuffle(fn.range(2**33), seed=0), [0, 2**33 + 5, 2**62])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 2**31), min_size=1, max_size=3),
+    weights=st.lists(st.floats(0.1, 5.0), min_size=3, max_size=3),
+    positions=st.lists(st.integers(0, TOP32), min_size=1, max_size=8),
+    batch=st.integers(1, 300),
+)
+def test_random_mixes_under_batches_are_exact_in_32_bits(
+    lengths: list[int], weights: list[float], positions: list[int], batch: int
+) -> None:
+    components = [fn.shuffle(fn.range(n), seed=n % 7) for n in lengths]
+    mixed = fn.mix(components, weights[: len(lengths)])
+    ds = fn.batch(batch, mixed, drop_remainder=True)
+    if ds.length == 0:
+        return
+    assert_device_equals_host(ds, [p % ds.length + (p // ds.length) * ds.length for p in positions])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.integers(0, 2**32 - 1),
+    b=st.integers(0, 2**32 - 1),
+    small=st.integers(1, 2**24 - 1),
+    large=st.integers(1, 2**32 - 1),
+)
+def test_two_word_arithmetic_equals_python_integers(a: int, b: int, small: int, large: int) -> None:
+    high, low = wide.multiply(jnp.uint32(a), jnp.uint32(b))
+    assert int(high) * 2**32 + int(low) == a * b
+    value = (a * b) % 2**64
+    high, low = jnp.uint32(value >> 32), jnp.uint32(value % 2**32)
+    (qh, ql), r = wide.divmod_small(high, low, small)
+    assert (int(qh) * 2**32 + int(ql), int(r)) == divmod(value, small)
+    q, r = wide.divmod_low(high, low, large)
+    assert (int(q), int(r)) == (value // large % 2**32, value % large)
+    top, bottom = wide.add(high, low, jnp.uint32(b))
+    assert int(top) * 2**32 + int(bottom) == (value + b) % 2**64
+    top, bottom = wide.multiply_pair(high, low, jnp.uint32(small))
+    assert int(top) * 2**32 + int(bottom) == (value * small) % 2**64
+
+
+def test_states_out_of_jit_work_with_every_host_state_api() -> None:
+    infinite = fn.from_dataset(fn.repeat(None, fn.shuffle(fn.range(10), seed=1)))
+    state = jax.jit(lambda s: s)(fn.DatasetPosition(jnp.int32(3)))  # int32 inside jit
+    element, after = infinite.step(state)
+    assert element == infinite.step(fn.DatasetPosition(3))[0]
+    assert after == fn.DatasetPosition(4)
+    assert next(fn.iterate(infinite, state)) == element
+    assert fn.state_to_dict(infinite, state)["state"] == {"kind": "DatasetPosition", "position": 3}
+    streams = [fn.from_dataset(fn.range(3)), fn.from_dataset(fn.range(3))]
+    mixed = fn.mix(streams)
+    jitted = jax.jit(lambda s: s)(mixed.init())  # a bool and int32 arrays
+    assert fn.state_to_dict(mixed, jitted) == fn.state_to_dict(mixed, mixed.init())
+    assert mixed.step(jitted) == mixed.step(mixed.init())
+    with pytest.raises(ValueError, match="stopped must be a bool"):
+        fn.state_to_dict(mixed, mixed.init()._replace(stopped=np.array([True, False])))

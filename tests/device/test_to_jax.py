@@ -1,0 +1,220 @@
+"""fn.to_jax: the host's elements, order and states, computed by jax under jit."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grainfn import fn, testing
+from grainfn.fn import DatasetPosition
+
+MODES = {"32-bit": contextlib.nullcontext, "64-bit": lambda: jax.enable_x64(True)}
+
+
+def assert_same_elements(device: Any, host: list[Any]) -> None:
+    """Row j of every leaf of `device` equals element j of `host`, leaf for leaf."""
+    for j, element in enumerate(host):
+        row = jax.tree_util.tree_map(lambda leaf, j=j: leaf[j], device)
+        assert jax.tree_util.tree_structure(row) == jax.tree_util.tree_structure(
+            jax.tree_util.tree_map(np.asarray, element)
+        ), (j, row, element)
+        for got, want in zip(jax.tree_util.tree_leaves(row), jax.tree_util.tree_leaves(element)):
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"row {j}")
+
+
+def exact_mode(ds: Any) -> Any:
+    """The integer mode `to_jax(ds)` runs in: 32-bit, or 64-bit where 32 bits are refused."""
+    try:
+        fn.to_jax(ds)
+    except OverflowError:
+        return jax.enable_x64(True)
+    return contextlib.nullcontext()
+
+
+def later_epochs(length: int, draw_offsets: list[int]) -> list[int]:
+    """Positions of the first epochs and of later ones (epoch 7 and 1000)."""
+    first = list(range(min(length, 24)))
+    later = [7 * length + o % length for o in draw_offsets] + [1000 * length + length - 1]
+    return first + [p for p in later if p < 2**31 - 1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=15, deadline=None)
+@given(ds=testing.device_datasets(), offsets=st.lists(st.integers(0, 10**6), max_size=6))
+def test_get_many_under_jit_equals_the_host(mode: str, ds: Any, offsets: list[int]) -> None:
+    with MODES[mode]():
+        try:
+            jds = fn.to_jax(ds)
+        except OverflowError as error:  # refused, never wrong: only where 32 bits cannot hold it
+            assert mode == "32-bit" and "jax_enable_x64" in str(error)
+            return  # the 64-bit run of the same examples computes these
+        positions = later_epochs(min(ds.length, 10**6), offsets)
+        device = jax.jit(jds.get_many)(jnp.asarray(positions))
+        assert_same_elements(device, ds.get_many(positions))
+
+
+@settings(max_examples=10, deadline=None)
+@given(ds=testing.device_datasets())
+def test_a_scan_over_step_equals_host_iteration(ds: Any) -> None:
+    with exact_mode(ds):
+        scan_equals_host_iteration(ds)
+
+
+def scan_equals_host_iteration(ds: Any) -> None:
+    jds = fn.to_jax(ds)
+    steps = min(ds.length, 30)
+
+    @jax.jit
+    def run(state: DatasetPosition) -> tuple[DatasetPosition, Any]:
+        def body(state: DatasetPosition, _: Any) -> tuple[DatasetPosition, Any]:
+            element, state = jds.step(state)
+            return state, element
+
+        return jax.lax.scan(body, state, None, length=steps)
+
+    state, elements = run(jds.init())
+    iterator = fn.iterate(ds)
+    host = [next(iterator) for _ in range(steps)]
+    assert_same_elements(elements, host)
+    assert fn.state_to_dict(jds.stream, state) == fn.state_to_dict(jds.stream, iterator.state)
+
+
+@settings(max_examples=10, deadline=None)
+@given(ds=testing.device_datasets(), data=st.data())
+def test_states_move_host_to_device_to_host_at_any_position(ds: Any, data: Any) -> None:
+    with exact_mode(ds):
+        states_round_trip(ds, data)
+
+
+def states_round_trip(ds: Any, data: Any) -> None:
+    jds = fn.to_jax(ds)
+    stream = fn.from_dataset(ds)
+    position = data.draw(st.integers(0, min(ds.length, 200) - 1))
+    iterator = fn.iterate(stream)
+    for _ in range(position):
+        next(iterator)
+    saved = fn.state_to_dict(stream, iterator.state)  # host -> dict
+    restored = fn.state_from_dict(jds.stream, saved)  # dict -> a state the device steps
+    element, device_state = jax.jit(jds.step)(restored)
+    assert_same_elements(jax.tree_util.tree_map(lambda x: x[None], element), [next(iterator)])
+    assert fn.state_to_dict(stream, device_state) == fn.state_to_dict(stream, iterator.state)
+    if position + 1 == ds.length:
+        assert fn.from_dataset(ds).step(device_state)[0] is fn.END
+        return
+    # ... and the host carries on from the device's state.
+    assert_same_elements(
+        jax.tree_util.tree_map(lambda x: x[None], jds.get(device_state.position)),
+        [fn.from_dataset(ds).step(device_state)[0]],
+    )
+
+
+def test_fori_loop_vmap_and_a_dataset_passed_into_jit() -> None:
+    ds = fn.batch(4, fn.shuffle(fn.source(np.arange(40, dtype=np.float32)), seed=3))
+    jds = fn.to_jax(ds)
+
+    @jax.jit
+    def total(jds: Any, steps: int) -> Any:
+        def body(_: int, carry: tuple[Any, DatasetPosition]) -> tuple[Any, DatasetPosition]:
+            acc, state = carry
+            batch, state = jds.step(state)
+            return acc + batch.sum(), state
+
+        return jax.lax.fori_loop(0, steps, body, (jnp.float32(0), jds.init()))
+
+    acc, state = total(jds, 10)
+    assert float(acc) == sum(range(40))  # one epoch: every element once
+    assert int(state.position) == 10
+    positions = jnp.array([0, 3, 17, 12345])
+    np.testing.assert_array_equal(jax.vmap(jds.get)(positions), jds.get_many(positions))
+    np.testing.assert_array_equal(jds.get_many(positions.reshape(2, 2))[1, 1], jds.get(12345))
+
+
+def test_sources_of_jax_arrays_and_dicts_of_arrays() -> None:
+    images = jnp.arange(30, dtype=jnp.float32).reshape(10, 3)
+    labels = np.arange(10, dtype=np.int32) % 3
+    ds = fn.shuffle(fn.source({"image": images, "label": labels}), seed=1)
+    assert_same_elements(fn.to_jax(ds).get_many(jnp.arange(25)), ds.get_many(range(25)))
+    single = fn.repeat(None, fn.source(images))
+    assert_same_elements(fn.to_jax(single).get_many(jnp.arange(13)), single.get_many(range(13)))
+
+
+def test_random_map_draws_depend_on_seed_and_position_alone() -> None:
+    def noisy(x: Any, key: Any) -> Any:
+        return x + jax.random.randint(key, (), 0, 10**6, dtype=jnp.int32)
+
+    ds = fn.random_map(noisy, fn.shuffle(fn.range(10), seed=2), seed=9)
+    jds = fn.to_jax(ds)
+    positions = jnp.arange(25)
+    many = jax.jit(jds.get_many)(positions)
+    _, scanned = jax.lax.scan(lambda s, _: jds.step(s)[::-1], jds.init(), None, length=25)
+    np.testing.assert_array_equal(many, scanned)
+    np.testing.assert_array_equal(many[jnp.array([3, 17])], jds.get_many(jnp.array([3, 17])))
+    parent = fn.shuffle(fn.range(10), seed=2).get_many(range(25))
+    for p in (0, 3, 24):  # the documented key: the seed folded with epoch, high and low words
+        key = jax.random.key(9)
+        for word in (p // 10, 0, p % 10):
+            key = jax.random.fold_in(key, word)
+        draw = jax.random.randint(key, (), 0, 10**6, dtype=jnp.int32)
+        assert int(many[p]) == parent[p] + int(draw)
+    with jax.enable_x64(True):  # the same keys with 64-bit integers, so the same int32 draws
+        np.testing.assert_array_equal(fn.to_jax(ds).get_many(positions), many)
+
+
+def test_map_functions_see_jax_values_and_errors_name_the_stage() -> None:
+    ds = fn.map(lambda x: float(x), fn.range(3))  # float() of a tracer fails
+    with pytest.raises(jax.errors.ConcretizationTypeError) as info:
+        jax.jit(fn.to_jax(ds).get_many)(jnp.arange(2))
+    assert "<lambda>), traced by to_jax" in "".join(getattr(info.value, "__notes__", []))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: fn.filter(lambda x: x > 1, fn.range(5)), "filter"),
+        (lambda: fn.flat_map(lambda x: [x, x], fn.range(5), max_fan_out=2), "flat_map"),
+        (lambda: fn.from_dataset(fn.range(5)), r"stream stage 'from_dataset\(\)'"),
+        (lambda: fn.source([1, 2, 3]), "numeric arrays"),
+        (lambda: fn.source(np.arange(3.0)), "float64 would become float32"),
+        (lambda: fn.batch(2, fn.range(5)), "Pass drop_remainder=True"),
+        (lambda: fn.batch(2, fn.range(4), batch_fn=list), "batch_fn"),
+        (lambda: fn.zip([fn.range(3), fn.range(3)]), "zip"),
+        (lambda: fn.slice(slice(0, 0), fn.range(3)), "empty dataset"),
+    ],
+)
+def test_stages_without_a_device_form_are_refused_by_name(make: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        fn.to_jax(make())
+
+
+def test_a_selection_map_past_its_length_is_refused() -> None:
+    class Endless:
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, index: int) -> tuple[int, int]:
+            return index % 2, index
+
+    ds = fn.select_from_datasets([fn.range(5), fn.range(10, 15)], Endless())
+    with pytest.raises(TypeError, match="answers positions past its length 4"):
+        fn.to_jax(ds)
+    table = fn.select_from_datasets([fn.range(5), fn.range(10, 15)], [(1, 0), (0, 7), (1, 9)])
+    assert_same_elements(fn.to_jax(table).get_many(jnp.arange(3)), table.get_many(range(3)))
+
+
+def test_positions_are_checked_outside_jit() -> None:
+    jds = fn.to_jax(fn.range(5))
+    with pytest.raises(ValueError, match="positions must be >= 0, got -1"):
+        jds.get_many([0, -1])
+    with pytest.raises(TypeError, match="positions must be integers, got dtype float"):
+        jds.get_many(np.array([0.5]))
+    with pytest.raises(TypeError, match="step takes the DatasetPosition"):
+        jds.step(3)
+    with jax.enable_x64(True), pytest.raises(ValueError, match=r"call fn\.to_jax again"):
+        jds.get_many([0])
