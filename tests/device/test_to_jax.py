@@ -218,3 +218,26 @@ def test_positions_are_checked_outside_jit() -> None:
         jds.step(3)
     with jax.enable_x64(True), pytest.raises(ValueError, match=r"call fn\.to_jax again"):
         jds.get_many([0])
+
+
+def test_a_map_dataset_of_the_grain_api_compiles_too() -> None:
+    import grainfn as grain
+
+    ds = grain.MapDataset.range(20).seed(4).shuffle().batch(5)
+    jds = fn.to_jax(ds)
+    assert_same_elements(jax.jit(jds.get_many)(jnp.arange(6)), [ds[i] for i in range(6)])
+    with pytest.raises(TypeError, match="stream stage"):
+        fn.to_jax(ds.to_iter_dataset())
+
+
+def test_random_map_seeds_past_32_bits_give_the_same_keys_in_both_modes() -> None:
+    ds = fn.random_map(lambda x, key: jax.random.key_data(key), fn.range(3), seed=893247023984)
+    narrow = fn.to_jax(ds).get_many(jnp.arange(3))
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(fn.to_jax(ds).get_many(jnp.arange(3)), narrow)
+        expected = jax.random.fold_in(jax.random.key(893247023984), 0)
+    for word in (0, 0):
+        expected = jax.random.fold_in(expected, word)
+    np.testing.assert_array_equal(narrow[0], jax.random.key_data(expected))
+    with pytest.raises(TypeError, match="below 2\\*\\*64"):
+        fn.to_jax(fn.random_map(lambda x, key: x, fn.range(3), seed=2**64))

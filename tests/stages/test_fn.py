@@ -194,12 +194,16 @@ def test_seeds_outside_uint32_are_refused(seed: int) -> None:
     for build in (
         lambda: fn.seed(seed, fn.range(3)),
         lambda: fn.shuffle(fn.range(3), seed=seed),
-        lambda: fn.random_map(lambda x, r: x, fn.range(3), seed=seed),
     ):
         with pytest.raises(ValueError, match=rf"\[0, 2\*\*32\), got {seed}"):
             build()
     with pytest.raises(TypeError, match=r"got 1\.5"):
         fn.shuffle(fn.range(3), seed=1.5)
+    # random_map takes any seed >= 0, as Grain does (its generator is keyed by SeedSequence).
+    draw = fn.random_map(lambda x, r: x, fn.range(3), seed=abs(seed))
+    assert draw.get(1) == 1
+    with pytest.raises(ValueError, match=r"an integer >= 0, got -1"):
+        fn.random_map(lambda x, r: x, fn.range(3), seed=-1)
 
 
 @pytest.mark.parametrize(

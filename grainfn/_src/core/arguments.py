@@ -14,10 +14,15 @@ Data = Dataset[Any] | Stream[Any]
 """A dataset or a stream: the combinators that take either return the same kind."""
 
 
-def op_seed(seed: int | None, data: Data, what: str) -> int:
-    """`seed` checked, or the seed a `seed` stage upstream derives for this stage."""
+def op_seed(
+    seed: int | None, data: Data, what: str, limit: int | None = validate.SEED_LIMIT
+) -> int:
+    """`seed` checked, or the seed a `seed` stage upstream derives for this stage.
+
+    An explicit seed must lie below `limit` (None: any seed >= 0 is allowed).
+    """
     if seed is not None:
-        return validate.check_seed(seed, f"{what} seed")
+        return validate.check_seed(seed, f"{what} seed", limit)
     derived = derive_seed([data])
     if derived is None:
         raise ValueError(

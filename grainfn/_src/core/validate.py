@@ -16,8 +16,13 @@ INT64_MAX = 2**63 - 1
 """The largest position, length or size: positions are 64-bit integers."""
 
 
-def check_seed(seed: Any, what: str = "seed") -> int:
-    """Returns `seed` as an int after checking it lies in [0, 2**32).
+def check_seed(seed: Any, what: str = "seed", limit: int | None = SEED_LIMIT) -> int:
+    """Returns `seed` as an int after checking it lies in [0, limit) ([0, 2**32) by default).
+
+    Args:
+        seed: The seed to check.
+        what: How the message names it.
+        limit: One more than the largest seed allowed; None: any integer >= 0.
 
     Examples:
         >>> check_seed(7)
@@ -27,11 +32,14 @@ def check_seed(seed: Any, what: str = "seed") -> int:
         ...
         ValueError: seed must be an integer in [0, 2**32), got -1.
     """
+    allowed = "an integer >= 0" if limit is None else "an integer in [0, 2**32)"
+    if limit is not None and limit != SEED_LIMIT:
+        allowed = f"an integer in [0, {limit})"
     if isinstance(seed, bool) or not is_integer(seed):
-        raise TypeError(f"{what} must be an integer in [0, 2**32), got {seed!r}.")
+        raise TypeError(f"{what} must be {allowed}, got {seed!r}.")
     seed = operator.index(seed)
-    if not 0 <= seed < SEED_LIMIT:
-        raise ValueError(f"{what} must be an integer in [0, 2**32), got {seed}.")
+    if seed < 0 or (limit is not None and seed >= limit):
+        raise ValueError(f"{what} must be {allowed}, got {seed}.")
     return seed
 
 

@@ -162,7 +162,8 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
     functions), batch (every batch full: `drop_remainder=True`, or a length
     the batch size divides) and random_map. A random_map function receives a
     `jax.random` key instead of a numpy Generator: the key of position
-    `epoch * length + offset` is `jax.random.key(seed)` folded with the epoch
+    `epoch * length + offset` is `jax.random.key(seed)` (as with 64-bit
+    integers; seeds below 2**64) folded with the epoch
     (mod 2**32), then the offset's high and low 32-bit words. Its draws are
     the same on any device, process or resume, and in both integer modes,
     but not the host's numpy draws.
@@ -171,7 +172,8 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
     result is exact where it fits; what cannot be exact is refused here.
 
     Args:
-        ds: A grainfn Dataset built from the stages above.
+        ds: A grainfn Dataset built from the stages above, or a `MapDataset` of
+            the Grain API (its `.core`).
 
     Returns:
         A JaxDataset with `length`, `get_many`, `get`, `init` and `step`.
@@ -192,15 +194,16 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
         >>> fn.state_to_dict(jds.stream, state)["state"]
         {'kind': 'DatasetPosition', 'position': 1}
     """
-    if isinstance(ds, Stream):
+    data: Any = getattr(ds, "core", ds)  # a MapDataset of the Grain API holds its dataset
+    if isinstance(data, Stream):
         raise NotOnDeviceError(
-            f"to_jax cannot run the stream stage {ds.describe_stage()!r}: a stream keeps its "
+            f"to_jax cannot run the stream stage {data.describe_stage()!r}: a stream keeps its "
             "position in host cursors. Compile the map-level dataset before fn.from_dataset."
         )
-    if not isinstance(ds, Dataset):
+    if not isinstance(data, Dataset):
         raise TypeError(f"to_jax takes a grainfn Dataset, got {ds!r} of type {type(ds).__name__}.")
     mode = current_mode()
     compiler = Compiler(mode, RULES)
-    program = compiler.compile(ds, mode.top)
+    program = compiler.compile(data, mode.top)
     arrays = [jnp.asarray(array) for array in compiler.arrays]
-    return JaxDataset(_Static(ds, mode, program), arrays)
+    return JaxDataset(_Static(data, mode, program), arrays)

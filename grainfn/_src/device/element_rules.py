@@ -87,6 +87,11 @@ def map_with_index_rule(c: Compiler, ds: IndexMappedDataset, bound: int) -> Prog
 
 
 def random_map_rule(c: Compiler, ds: RandomMappedDataset, bound: int) -> Program:
+    if ds.seed >= 2**64:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: a jax.random key holds a seed "
+            "below 2**64. Give random_map a smaller seed."
+        )
     parent, fn, stage, seed = c.compile(ds.parent, bound), ds.fn, ds.describe_stage(), ds.seed
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
@@ -99,16 +104,28 @@ def element_key(seed: int, at: Split) -> Any:
     """The `jax.random` key of the element at `at` of a random_map with `seed`.
 
     `fold_in` of the epoch (mod 2**32), then of the offset's high and low 32-bit
-    words, into `jax.random.key(seed)`: the same key in both integer modes, on
-    any device or process, and for any resumed run.
+    words, into the seed's key: the same key in both integer modes, on any
+    device or process, and for any resumed run.
     """
     import jax
 
     offset = at.offset
     high = (offset >> 32).astype(np.uint32) if offset.dtype.itemsize == 8 else np.uint32(0)
-    key = jax.random.fold_in(jax.random.key(seed), at.epoch.astype(np.uint32))
+    key = jax.random.fold_in(seed_key(seed), at.epoch.astype(np.uint32))
     key = jax.random.fold_in(key, high)
     return jax.random.fold_in(key, offset.astype(np.uint32))
+
+
+def seed_key(seed: int) -> Any:
+    """`jax.random.key(seed)` as jax computes it with 64-bit integers, in both modes.
+
+    The key of the seed's high and low 32-bit words: `jax.random.key` in
+    32-bit mode would drop the high word of a seed past 2**32.
+    """
+    import jax
+
+    words = jax.numpy.asarray([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
+    return jax.random.wrap_key_data(words)
 
 
 def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:

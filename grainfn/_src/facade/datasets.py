@@ -184,6 +184,11 @@ class MapDataset(_Stages[T]):
 
     def slice(self, sl: builtins.slice) -> MapDataset[T]:
         """The positions a Python slice selects (also `ds[start:stop:step]`)."""
+        if not isinstance(sl, builtins.slice):
+            raise ValueError(
+                f"MapDataset.slice takes a Python slice such as slice(2, 10, 2), got {sl!r} of "
+                f"type {type(sl).__name__}; read one element with ds[i]."
+            )
         return _wrap_map(fn.slice(sl, self.core))
 
     def repeat(self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True) -> Any:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 
 from grainfn._src.core import validate
+
+_logger = logging.getLogger("grainfn")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +39,14 @@ class ReadOptions:
         validate.check_nonnegative_int(
             self.prefetch_buffer_size, "ReadOptions.prefetch_buffer_size"
         )
+        if 0 < self.prefetch_buffer_size < self.num_threads:  # 0 turns read-ahead off
+            _logger.warning(
+                "ReadOptions: prefetch_buffer_size=%d is below num_threads=%d, so at most %d "
+                "threads can read at once; set prefetch_buffer_size >= num_threads.",
+                self.prefetch_buffer_size,
+                self.num_threads,
+                self.prefetch_buffer_size,
+            )
 
     @property
     def threads(self) -> int:

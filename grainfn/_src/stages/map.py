@@ -290,9 +290,9 @@ def random_map(
     """
     validate.check_callable(fn, "random_map fn")
     if isinstance(data, Stream):
-        return RandomMappedStream(data, fn, op_seed(seed, data, "random_map"))
+        return RandomMappedStream(data, fn, op_seed(seed, data, "random_map", limit=None))
     ds = as_dataset(data, "random_map")
-    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map"))
+    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=None))
 
 
 @toolz.curry
