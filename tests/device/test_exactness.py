@@ -111,5 +111,6 @@ def test_states_out_of_jit_work_with_every_host_state_api() -> None:
     jitted = jax.jit(lambda s: s)(mixed.init())  # a bool and int32 arrays
     assert fn.state_to_dict(mixed, jitted) == fn.state_to_dict(mixed, mixed.init())
     assert mixed.step(jitted) == mixed.step(mixed.init())
+    mixed.check_state(jitted)  # the stream's own check takes it too
     with pytest.raises(ValueError, match="stopped must be a bool"):
         fn.state_to_dict(mixed, mixed.init()._replace(stopped=np.array([True, False])))

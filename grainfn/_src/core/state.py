@@ -104,7 +104,7 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
             continue
         where = f"{path}.{name}" if path else name
         if name == "stopped":
-            if not isinstance(value, bool):
+            if not isinstance(as_host(value), bool):
                 raise ValueError(
                     f"State field {where} must be a bool, got {describe_value(value)}."
                 )
