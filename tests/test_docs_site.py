@@ -152,3 +152,13 @@ def test_every_python_block_in_the_docs_runs() -> None:
             if marker is None or marker.group(0) not in tests:
                 escaped.append(f"{page.relative_to(ROOT)}:{number + 1}")
     assert escaped == [], f"python blocks that no test runs: {escaped}"
+
+
+def test_the_fn_page_lists_combinators_before_records(site: Path) -> None:
+    import grainfn.fn
+
+    html = (site / "api" / "fn" / "index.html").read_text()
+    order = list(dict.fromkeys(re.findall(r'id="grainfn\.fn\.([A-Za-z_]+)"', html)))
+    kinds = [isinstance(getattr(grainfn.fn, name), type) for name in order]
+    assert "to_jax" in order and "shuffle" in order
+    assert kinds == sorted(kinds), f"a class comes before a function: {order}"

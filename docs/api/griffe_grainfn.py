@@ -65,15 +65,29 @@ def fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+def functions_first(module: Any, names: list[str]) -> list[str]:
+    """`names` with the module's functions (the combinators) before its classes (the records).
+
+    A page that orders members by `__all__` then lists what users call first.
+
+    >>> import types
+    >>> functions_first(types.SimpleNamespace(A=int, f=len), ["A", "f"])
+    ['f', 'A']
+    """
+    classes = [name for name in names if isinstance(getattr(module, name, None), type)]
+    return [name for name in names if name not in classes] + classes
+
+
 class GrainfnDocs(griffe.Extension):
     """Sets computed exports, labels curried functions and fences free-text doctests."""
 
     def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
         """Sets the exports of a grainfn module whose `__all__` is computed at import."""
         if mod.path.split(".")[0] == "grainfn" and not mod.path.startswith("grainfn._src"):
-            exports = getattr(importlib.import_module(mod.path), "__all__", None)
+            module = importlib.import_module(mod.path)
+            exports = getattr(module, "__all__", None)
             if exports is not None:
-                mod.exports = list(exports)
+                mod.exports = functions_first(module, exports)
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         """Fences the doctests in the free text of `obj`'s docstring."""
