@@ -22,6 +22,7 @@ and the strategies to generate random pipelines:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,10 @@ from grainfn._src.testing.assertions import (
 )
 from grainfn._src.testing.specs import (
     FILTERS,
+    INTEGERS,
     MAPS,
     RANDOM_MAPS,
+    Functions,
     add_one,
     build_dataset,
     build_device_dataset,
@@ -51,6 +54,7 @@ from grainfn._src.testing.specs import (
 __all__ = [
     "FILTERS",
     "MAPS",
+    "Functions",
     "RANDOM_MAPS",
     "add_one",
     "assert_deterministic",
@@ -84,14 +88,88 @@ def _builds(build: Any, spec: Any) -> Any:
     return pipeline
 
 
-def datasets() -> st.SearchStrategy[Any]:
-    """Random valid map-level pipelines (grainfn Datasets) whose elements read without error."""
-    return dataset_specs().map(lambda s: _builds(build_dataset, s)).filter(lambda d: d is not None)
+def datasets(
+    source: Dataset[Any] | st.SearchStrategy[Dataset[Any]] | None = None,
+    *,
+    maps: Mapping[str, Callable[[Any], Any]] | None = None,
+    random_maps: Mapping[str, Callable[[Any, np.random.Generator], Any]] | None = None,
+    filters: Mapping[str, Callable[[Any], bool]] | None = None,
+) -> st.SearchStrategy[Any]:
+    """Random valid map-level pipelines (grainfn Datasets) whose elements read without error.
+
+    Args:
+        source: What every pipeline reads: a dataset, or a strategy of datasets
+            (a mix or concatenation draws several). By default, `fn.range` of
+            1 to 40 integers.
+        maps: The functions `map` stages use, by name. By default `MAPS`
+            (on integers) without a `source`, and none with one.
+        random_maps: The functions `random_map` stages use, `f(element, rng)`,
+            by name; the same defaults (`RANDOM_MAPS`).
+        filters: The predicates `filter` stages use, by name; the same defaults
+            (`FILTERS`).
+
+    With a `source`, `map_with_index` (whose function takes integers) is left
+    out. The other stages (seed, shuffle, slice, repeat, mix, concatenate,
+    batch) work on any element.
+
+    Examples:
+        >>> import numpy as np
+        >>> from hypothesis import given, settings
+        >>> from grainfn import fn
+        >>> words = fn.source(["tea", "coffee", "water"])
+        >>> @settings(max_examples=20, deadline=None)
+        ... @given(datasets(words, maps={"upper": str.upper}))
+        ... def test_my_pipelines(ds):
+        ...     for element in fn.elements(ds, stop=min(ds.length, 30)):  # words, or batches
+        ...         lower = set(np.char.lower(np.asarray(element)).ravel().tolist())
+        ...         assert lower <= {"tea", "coffee", "water"}
+        >>> test_my_pipelines()
+    """
+    functions, sources = _choices(source, maps, random_maps, filters)
+    specs = dataset_specs(functions=functions, sources=sources)
+    builds = specs.map(lambda s: _builds(lambda spec: build_dataset(spec, functions), s))
+    return builds.filter(lambda d: d is not None)
 
 
-def streams() -> st.SearchStrategy[Any]:
-    """Random valid, finite stream pipelines (grainfn Streams) that read without error."""
-    return stream_specs().map(lambda s: _builds(build_stream, s)).filter(lambda d: d is not None)
+def streams(
+    source: Dataset[Any] | st.SearchStrategy[Dataset[Any]] | None = None,
+    *,
+    maps: Mapping[str, Callable[[Any], Any]] | None = None,
+    random_maps: Mapping[str, Callable[[Any, np.random.Generator], Any]] | None = None,
+    filters: Mapping[str, Callable[[Any], bool]] | None = None,
+) -> st.SearchStrategy[Any]:
+    """Random valid, finite stream pipelines (grainfn Streams) that read without error.
+
+    The arguments are those of `datasets`: the streams read pipelines it makes.
+    """
+    functions, sources = _choices(source, maps, random_maps, filters)
+    specs = stream_specs(functions=functions, sources=sources)
+    builds = specs.map(lambda s: _builds(lambda spec: build_stream(spec, functions), s))
+    return builds.filter(lambda d: d is not None)
+
+
+def _choices(
+    source: Any, maps: Any, random_maps: Any, filters: Any
+) -> tuple[Functions, st.SearchStrategy[Any] | None]:
+    """The functions and the source strategy `datasets` and `streams` draw from."""
+    if source is None:
+        sources = None
+        default = INTEGERS
+    elif isinstance(source, Dataset):
+        sources, default = st.just(source), Functions({}, {}, {}, with_index=False)
+    elif isinstance(source, st.SearchStrategy):
+        sources, default = source, Functions({}, {}, {}, with_index=False)
+    else:
+        raise TypeError(
+            f"source must be a grainfn Dataset or a hypothesis strategy of them, got {source!r}."
+        )
+    functions = Functions(
+        default.maps if maps is None else dict(maps),
+        default.random_maps if random_maps is None else dict(random_maps),
+        default.filters if filters is None else dict(filters),
+        with_index=default.with_index,
+    )
+    return functions, sources
 
 
 def device_datasets() -> st.SearchStrategy[Any]:

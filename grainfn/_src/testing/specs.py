@@ -8,13 +8,15 @@ the stage functions are module-level, so built pipelines pickle.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
 from grainfn import fn
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.stream import Stream
 
 
@@ -59,6 +61,34 @@ MAPS = {"add_one": add_one, "square_mod": square_mod}
 RANDOM_MAPS = {"add_draw": add_draw, "add_uniform": add_uniform}
 FILTERS = {"keep_mostly": keep_mostly, "keep_even": keep_even}
 
+
+@dataclasses.dataclass(frozen=True)
+class Functions:
+    """The element functions random pipelines draw from, by name.
+
+    An empty table leaves its stage kind out; `with_index` says whether
+    `map_with_index` (with `with_index`, on integers) may appear.
+    """
+
+    maps: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=lambda: MAPS)
+    random_maps: Mapping[str, Callable[[Any, np.random.Generator], Any]] = dataclasses.field(
+        default_factory=lambda: RANDOM_MAPS
+    )
+    filters: Mapping[str, Callable[[Any], bool]] = dataclasses.field(
+        default_factory=lambda: FILTERS
+    )
+    with_index: bool = True
+
+    def element_kinds(self) -> list[str]:
+        """The element stage kinds these functions allow."""
+        tables = (("map", self.maps), ("random_map", self.random_maps), ("filter", self.filters))
+        kinds = [kind for kind, table in tables if table]
+        return kinds + (["map_with_index"] if self.with_index else [])
+
+
+INTEGERS = Functions()
+"""The functions of the default pipelines, over `fn.range`'s integers."""
+
 seeds = st.integers(0, 2**32 - 1)
 optional_seeds = st.one_of(st.none(), seeds)
 
@@ -70,24 +100,13 @@ def _slice_op(draw: Any) -> tuple[Any, ...]:
 
 
 @st.composite
-def unary_op(draw: Any, allow_batch: bool = True) -> tuple[Any, ...]:
+def unary_op(
+    draw: Any, allow_batch: bool = True, functions: Functions = INTEGERS
+) -> tuple[Any, ...]:
     """One map-level stage spec."""
-    kind = draw(
-        st.sampled_from(
-            [
-                "seed",
-                "shuffle",
-                "slice",
-                "take",
-                "repeat",
-                "map",
-                "random_map",
-                "map_with_index",
-                "filter",
-            ]
-            + (["batch"] if allow_batch else [])
-        )
-    )
+    index_kinds = ["seed", "shuffle", "slice", "take", "repeat"]
+    batch = ["batch"] if allow_batch else []
+    kind = draw(st.sampled_from(index_kinds + functions.element_kinds() + batch))
     if kind == "shuffle":
         return ("shuffle", draw(optional_seeds))
     if kind == "slice":
@@ -96,30 +115,41 @@ def unary_op(draw: Any, allow_batch: bool = True) -> tuple[Any, ...]:
         return ("take", tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))))
     if kind == "repeat":
         return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
-    return _element_op(draw, kind)
+    return _element_op(draw, kind, functions)
 
 
-def _element_op(draw: Any, kind: str) -> tuple[Any, ...]:
+def _element_op(draw: Any, kind: str, functions: Functions = INTEGERS) -> tuple[Any, ...]:
     """A spec of the stages that datasets and streams share."""
     if kind == "seed":
         return ("seed", draw(seeds))
     if kind == "map":
-        return ("map", draw(st.sampled_from(sorted(MAPS))))
+        return ("map", draw(st.sampled_from(sorted(functions.maps))))
     if kind == "random_map":
-        return ("random_map", draw(st.sampled_from(sorted(RANDOM_MAPS))), draw(optional_seeds))
+        names = sorted(functions.random_maps)
+        return ("random_map", draw(st.sampled_from(names)), draw(optional_seeds))
     if kind == "map_with_index":
         return ("map_with_index",)
     if kind == "filter":
-        return ("filter", draw(st.sampled_from(sorted(FILTERS))))
+        return ("filter", draw(st.sampled_from(sorted(functions.filters))))
     return ("batch", draw(st.integers(1, 5)), draw(st.booleans()))
 
 
 @st.composite
-def dataset_specs(draw: Any, depth: int = 2) -> tuple[Any, ...]:
-    """Specs of random map-level pipelines; some are invalid (e.g. batch after filter)."""
+def dataset_specs(
+    draw: Any,
+    depth: int = 2,
+    functions: Functions = INTEGERS,
+    sources: st.SearchStrategy[Dataset] | None = None,
+) -> tuple[Any, ...]:
+    """Specs of random map-level pipelines; some are invalid (e.g. batch after filter).
+
+    Each leaf is `fn.range` of 1 to 40 integers, or a dataset drawn from
+    `sources`, held in the spec as `("source", dataset)`.
+    """
     if depth > 0 and draw(st.integers(0, 4)) == 0:
         kind = draw(st.sampled_from(["mix", "concatenate"]))
-        parts = tuple(draw(st.lists(dataset_specs(depth=depth - 1), min_size=1, max_size=3)))
+        part = dataset_specs(depth=depth - 1, functions=functions, sources=sources)
+        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
         if kind == "mix":
             weights = draw(
                 st.one_of(
@@ -132,29 +162,33 @@ def dataset_specs(draw: Any, depth: int = 2) -> tuple[Any, ...]:
             head: tuple[Any, ...] = ("mix", parts, weights)
         else:
             head = ("concatenate", parts)
+    elif sources is not None:
+        head = ("source", draw(sources))
     else:
         head = ("range", draw(st.integers(1, 40)))
-    ops = draw(st.lists(unary_op(), max_size=5))
+    ops = draw(st.lists(unary_op(functions=functions), max_size=5))
     if draw(st.booleans()):
         ops.insert(0, ("seed", draw(seeds)))
     return (head, *ops)
 
 
-def build_dataset(spec: tuple[Any, ...]) -> Dataset:
-    """The grainfn dataset of a spec from `dataset_specs`."""
+def build_dataset(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Dataset:
+    """The grainfn dataset of a spec from `dataset_specs`, its functions from `functions`."""
     head, *ops = spec
     if head[0] == "range":
         ds = fn.range(head[1])
+    elif head[0] == "source":
+        ds = head[1]
     elif head[0] == "mix":
-        ds = fn.mix([build_dataset(p) for p in head[1]], head[2])
+        ds = fn.mix([build_dataset(p, functions) for p in head[1]], head[2])
     else:
-        ds = fn.concatenate([build_dataset(p) for p in head[1]])
+        ds = fn.concatenate([build_dataset(p, functions) for p in head[1]])
     for op in ops:
-        ds = _apply_fn(op, ds)
+        ds = _apply_fn(op, ds, functions)
     return ds
 
 
-def _apply_fn(op: tuple[Any, ...], ds: Any) -> Any:  # a Dataset, or a Stream for its ops
+def _apply_fn(op: tuple[Any, ...], ds: Any, functions: Functions = INTEGERS) -> Any:
     kind = op[0]
     if kind == "seed":
         return fn.seed(op[1], ds)
@@ -167,13 +201,13 @@ def _apply_fn(op: tuple[Any, ...], ds: Any) -> Any:  # a Dataset, or a Stream fo
     if kind == "repeat":
         return fn.repeat(op[1], ds, reseed_each_epoch=op[2])
     if kind == "map":
-        return fn.map(MAPS[op[1]], ds)
+        return fn.map(functions.maps[op[1]], ds)
     if kind == "random_map":
-        return fn.random_map(RANDOM_MAPS[op[1]], ds, seed=op[2])
+        return fn.random_map(functions.random_maps[op[1]], ds, seed=op[2])
     if kind == "map_with_index":
         return fn.map_with_index(with_index, ds)
     if kind == "filter":
-        return fn.filter(FILTERS[op[1]], ds)
+        return fn.filter(functions.filters[op[1]], ds)
     return fn.batch(op[1], ds, drop_remainder=op[2])
 
 
@@ -255,29 +289,32 @@ def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
 
 
 @st.composite
-def stream_op(draw: Any) -> tuple[Any, ...]:
+def stream_op(draw: Any, functions: Functions = INTEGERS) -> tuple[Any, ...]:
     """One stream-level stage spec."""
-    kind = draw(
-        st.sampled_from(
-            ["seed", "map", "random_map", "map_with_index", "filter", "batch", "limit", "repeat"]
-        )
-    )
+    kinds = ["seed", *functions.element_kinds(), "batch", "limit", "repeat"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "limit":
         return ("limit", draw(st.integers(1, 30)))
     if kind == "repeat":
         return ("repeat", draw(st.integers(1, 3)))
-    return _element_op(draw, kind)
+    return _element_op(draw, kind, functions)
 
 
 @st.composite
-def stream_specs(draw: Any, depth: int = 1) -> tuple[Any, ...]:
+def stream_specs(
+    draw: Any,
+    depth: int = 1,
+    functions: Functions = INTEGERS,
+    sources: st.SearchStrategy[Dataset] | None = None,
+) -> tuple[Any, ...]:
     """Specs of finite streams.
 
     `(("stream", dataset_spec, allow_nones), *stream_ops)` or a mix of stream
     specs with optional weights, followed by stream stages.
     """
     if depth > 0 and draw(st.integers(0, 3)) == 0:
-        parts = tuple(draw(st.lists(stream_specs(depth=depth - 1), min_size=1, max_size=3)))
+        part = stream_specs(depth=depth - 1, functions=functions, sources=sources)
+        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
         weights = draw(
             st.one_of(
                 st.none(),
@@ -286,32 +323,36 @@ def stream_specs(draw: Any, depth: int = 1) -> tuple[Any, ...]:
         )
         head: tuple[Any, ...] = ("mix", parts, weights)
     else:
-        base = draw(dataset_specs(depth=1).filter(lambda s: not _infinite(s)))
+        base_specs = dataset_specs(depth=1, functions=functions, sources=sources)
+        base = draw(base_specs.filter(lambda s: not _infinite(s)))
         head = ("stream", base, draw(st.booleans()))
-    ops = draw(st.lists(stream_op(), max_size=5))
+    ops = draw(st.lists(stream_op(functions), max_size=5))
     if draw(st.booleans()):
         ops.insert(0, ("seed", draw(seeds)))
     return (head, *ops)
 
 
 def _infinite(spec: tuple[Any, ...]) -> bool:
-    return any(op[0] == "repeat" and op[1] is None for op in spec[1:]) or (
-        spec[0][0] in ("mix", "concatenate") and any(_infinite(p) for p in spec[0][1])
+    head = spec[0]
+    return (
+        any(op[0] == "repeat" and op[1] is None for op in spec[1:])
+        or (head[0] in ("mix", "concatenate") and any(_infinite(p) for p in head[1]))
+        or (head[0] == "source" and head[1].length >= INFINITE)
     )
 
 
-def build_stream(spec: tuple[Any, ...]) -> Stream:
-    """The grainfn stream of a spec from `stream_specs`."""
+def build_stream(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Stream:
+    """The grainfn stream of a spec from `stream_specs`, its functions from `functions`."""
     head, *ops = spec
     if head[0] == "mix":
-        stream = fn.mix([build_stream(p) for p in head[1]], head[2])
+        stream = fn.mix([build_stream(p, functions) for p in head[1]], head[2])
     else:
-        stream = fn.from_dataset(build_dataset(head[1]), allow_nones=head[2])
+        stream = fn.from_dataset(build_dataset(head[1], functions), allow_nones=head[2])
     for op in ops:
         if op[0] == "limit":
             stream = fn.limit(op[1], stream)
         elif op[0] == "repeat":
             stream = fn.repeat(op[1], stream)
         else:
-            stream = _apply_fn(op, stream)
+            stream = _apply_fn(op, stream, functions)
     return stream
