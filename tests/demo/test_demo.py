@@ -137,3 +137,17 @@ def test_compare_reports_every_kind_of_difference() -> None:
 def test_processgroup_members_lists_live_members() -> None:
     assert os.getpid() in group_members(os.getpgid(0))
     assert group_members(2**22 + 12345) == set()  # no such group
+
+
+def test_step_bars_start_their_clock_at_the_first_step() -> None:
+    import time
+
+    from grainfn._src.demo.runner import StepBar
+
+    with StepBar("run", 10, enabled=True) as bar:  # (on stderr, which pytest captures)
+        assert bar.bar is None  # nothing shown while workers start and jax compiles
+        time.sleep(0.3)
+        for _ in range(10):
+            bar.update()
+        assert bar.bar.n == 10
+        assert bar.bar.format_dict["elapsed"] < 0.3  # the slow start is not in its rate

@@ -115,13 +115,47 @@ def check_options(size: int, batch_size: int, seed: int, steps: int | None, work
     return Plan.of(steps)
 
 
+class StepBar:
+    """A progress bar of training steps that starts at the first step.
+
+    The first step of a run waits for its worker processes to start and for
+    jax to compile the step, which is seconds against milliseconds for the
+    others. The bar appears when it is done, so its rate and time estimate
+    count only steady steps.
+    """
+
+    def __init__(self, name: str, total: int, enabled: bool) -> None:
+        self.name, self.total, self.enabled = name, total, enabled
+        self.bar: Any = None
+
+    def update(self, steps: int = 1) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.total,
+                initial=steps,
+                desc=self.name,
+                unit="step",
+                disable=not self.enabled,
+                leave=True,
+            )
+        else:
+            self.bar.update(steps)
+
+    def __enter__(self) -> StepBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _run_in(
     folder: Path, plan: Plan, size: int, batch_size: int, seed: int, progress: bool, workers: int
 ) -> bool:
-    from tqdm import tqdm
-
-    def bar(name: str, total: int) -> Any:
-        return tqdm(total=total, desc=name, unit="step", disable=not progress, leave=True)
+    def bar(name: str, total: int) -> StepBar:
+        return StepBar(name, total, progress)
 
     print(
         "grainfn demo: train a small JAX model on a Grain-style pipeline, preempt the training "
