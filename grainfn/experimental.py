@@ -20,6 +20,9 @@ from grainfn._src.facade.experimental import (
 )
 from grainfn._src.facade.experimental import index_shuffle as index_shuffle
 from grainfn._src.facade.formats import ParquetIterDataset as ParquetIterDataset
+from grainfn._src.facade.options_dataset import DatasetOptions as DatasetOptions
+from grainfn._src.facade.options_dataset import ExecutionTrackingMode as ExecutionTrackingMode
+from grainfn._src.facade.options_dataset import WithOptionsIterDataset as WithOptionsIterDataset
 from grainfn._src.facade.packing import BestFitPackIterDataset as BestFitPackIterDataset
 from grainfn._src.facade.packing import FirstFitPackIterDataset as FirstFitPackIterDataset
 from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStruct

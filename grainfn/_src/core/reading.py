@@ -16,6 +16,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.blocks import BlockReader, BlockSizer
 from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
@@ -38,6 +39,8 @@ class FromDatasetStream(Stream[T]):
     allow_nones: bool = False
     threads: int = 0
     buffer: int = 500
+    check: FilterCheck = NO_CHECK
+    """When reading warns or raises because the holes (filtered positions) are most of it."""
 
     @property
     def parents(self) -> tuple[Any, ...]:
@@ -48,6 +51,11 @@ class FromDatasetStream(Stream[T]):
 
     def open(self, state: records.DatasetPosition) -> Cursor:
         reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
+        if self.check.active and not self.allow_nones and has_holes(self.dataset):
+            window = FilterWindow(
+                self.check, f"{self.describe_stage()} skipping filtered positions"
+            )
+            return CheckedDatasetCursor(reader, window)
         return DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
@@ -114,6 +122,73 @@ class DatasetCursor(BaseCursor):
 
     def close(self) -> None:
         self.reader.close()
+
+
+class CheckedDatasetCursor(DatasetCursor):
+    """A DatasetCursor that judges each window of positions it reads past (`FilterCheck`)."""
+
+    def __init__(self, reader: BlockReader, window: FilterWindow) -> None:
+        super().__init__(reader, allow_nones=False)
+        self.window = window
+        self.left, self.dropped = WINDOW, 0  # positions until the window is full; holes in it
+
+    def next(self) -> Any:
+        left, dropped = self.left, self.dropped
+        while True:
+            for element in self.iterator:
+                left -= 1
+                if element is None:
+                    dropped += 1
+                if not left:
+                    self.left, self.dropped = WINDOW, 0
+                    self.window.full(dropped)
+                    left, dropped = WINDOW, 0
+                if element is not None:
+                    self.left, self.dropped = left, dropped
+                    return element
+            self.left, self.dropped = left, dropped
+            self._refill()  # raises StopIteration at the end
+
+    def next_many(self, count: int) -> list[Any]:
+        out: list[Any] = []
+        left, dropped = self.left, self.dropped  # locals: this loop is hot
+        while len(out) < count:
+            need = count - len(out)
+            taken = list(itertools.islice(self.iterator, need))
+            size = len(taken)
+            if size < left:  # the common case: inside the window
+                kept = [e for e in taken if e is not None]
+                left -= size
+                dropped += size - len(kept)
+                out += kept
+            else:
+                self.left, self.dropped = left, dropped
+                self._count(taken, out)
+                left, dropped = self.left, self.dropped
+            if size < need:  # this block is used up
+                try:
+                    self._refill()
+                except StopIteration:
+                    break
+        self.left, self.dropped = left, dropped
+        return out
+
+    def _count(self, taken: list[Any], out: list[Any]) -> None:
+        """Appends the elements of `taken` to `out`, judging every window that fills."""
+        while len(taken) >= self.left:  # a window fills inside `taken`
+            head, taken = taken[: self.left], taken[self.left :]
+            out.extend(e for e in head if e is not None)
+            dropped = self.dropped + head.count(None)
+            self.left, self.dropped = WINDOW, 0
+            self.window.full(dropped)
+        self.left -= len(taken)
+        self.dropped += taken.count(None)
+        out.extend(e for e in taken if e is not None)
+
+
+def has_holes(ds: Dataset[Any]) -> bool:
+    """Whether a stage of `ds` may leave None holes (a filter or a flat_map)."""
+    return ds.makes_holes or any(has_holes(parent) for parent in ds.parents)
 
 
 @toolz.curry

@@ -185,10 +185,7 @@ class MapDataset(_Stages[T]):
     def slice(self, sl: builtins.slice) -> MapDataset[T]:
         """The positions a Python slice selects (also `ds[start:stop:step]`)."""
         if not isinstance(sl, builtins.slice):
-            raise ValueError(
-                f"MapDataset.slice takes a Python slice such as slice(2, 10, 2), got {sl!r} of "
-                f"type {type(sl).__name__}; read one element with ds[i]."
-            )
+            raise ValueError(f"MapDataset.slice takes a Python slice, got {sl!r}; ds[i] reads one.")
         return _wrap_map(fn.slice(sl, self.core))
 
     def repeat(self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True) -> Any:
@@ -306,9 +303,8 @@ class IterDataset(_Stages[T]):
     ) -> IterDataset[T]:
         """Computes the map-level work in worker processes, ahead of the consumer.
 
-        The elements and the states never depend on `options.num_workers`: a
-        state saved with N workers restores with M. Without options, one worker
-        per available CPU core, at most 10 (Grain's default is 10).
+        Elements and states never depend on `options.num_workers` (a state saved
+        with N workers restores with M). Default: a worker per core, at most 10.
         """
         if options is None:
             options = MultiprocessingOptions(num_workers=min(10, available_cores()))
@@ -325,9 +321,7 @@ class IterDataset(_Stages[T]):
 
     def prefetch(self, multiprocessing_options: MultiprocessingOptions) -> IterDataset[T]:
         """Deprecated alias of `mp_prefetch`."""
-        warnings.warn(
-            "IterDataset.prefetch is deprecated; use mp_prefetch.", DeprecationWarning, stacklevel=2
-        )
+        warnings.warn("IterDataset.prefetch is deprecated; use mp_prefetch.", DeprecationWarning, 2)
         return self.mp_prefetch(multiprocessing_options)
 
     def __iter__(self) -> DatasetIterator[T]:

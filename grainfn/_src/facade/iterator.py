@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
+from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state import StateCodec
@@ -88,7 +89,7 @@ class DatasetIterator(CheckpointableIterator[T]):
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)
-        it._attach(StreamIterator(instrumented(stream)))
+        it._attach(StreamIterator(instrumented(with_options_applied(stream))))
         return it
 
     def _attach(self, core: StreamIterator[T]) -> None:

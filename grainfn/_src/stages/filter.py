@@ -16,6 +16,7 @@ import toolz
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import ElementStage, function_name
+from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, element_before
 
 T = TypeVar("T")
@@ -60,9 +61,14 @@ class FilteredStream(PassThroughStream):
     spec_rule = "parent"
 
     predicate: Callable[[Any], Any]
+    check: FilterCheck = NO_CHECK
+    """When reading warns or raises because the filter drops most elements (not in states)."""
 
     def open(self, state: Any) -> Cursor:
-        return _FilterCursor(self.parent.open(state), self.predicate, self.describe_stage())
+        parent, stage = self.parent.open(state), self.describe_stage()
+        if self.check.active:
+            return _CheckedFilterCursor(parent, self.predicate, stage, self.check)
+        return _FilterCursor(parent, self.predicate, stage)
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
@@ -95,6 +101,46 @@ class _FilterCursor(BaseCursor):
 
     def children(self) -> tuple[Cursor, ...]:
         return (self.parent,)
+
+
+class _CheckedFilterCursor(_FilterCursor):
+    """A filter cursor that also judges each window of elements it sees (`FilterCheck`)."""
+
+    def __init__(
+        self, parent: Cursor, predicate: Callable[[Any], Any], stage: str, check: FilterCheck
+    ) -> None:
+        super().__init__(parent, predicate, stage)
+        self.window = FilterWindow(check, stage)
+        self.left, self.dropped = WINDOW, 0  # elements until the window is full; dropped in it
+
+    def next(self) -> Any:
+        keep, parent = self.predicate, self.parent
+        left, dropped = self.left, self.dropped
+        while True:
+            element = parent.next()
+            if element is None:
+                self.left, self.dropped = left, dropped
+                return element
+            try:
+                verdict = keep(element)
+            except Exception as error:
+                validate.note_user_error(error, self.stage, element_before(parent))
+                raise
+            left -= 1
+            try:
+                kept = bool(verdict)
+            except (ValueError, TypeError) as error:
+                where = element_before(parent)
+                raise validate.ambiguous_verdict(verdict, self.stage, where) from error
+            if not kept:
+                dropped += 1
+            if not left:
+                self.left, self.dropped = WINDOW, 0
+                self.window.full(dropped)
+                left, dropped = WINDOW, 0
+            if kept:
+                self.left, self.dropped = left, dropped
+                return element
 
 
 @toolz.curry
