@@ -79,22 +79,24 @@ class _FilterCursor(BaseCursor):
         self.parent, self.predicate, self.stage = parent, predicate, stage
 
     def next(self) -> Any:
-        keep, parent = self.predicate, self.parent
+        parent, judge = self.parent, self.judge
         while True:
             element = parent.next()
-            if element is None:
+            if element is None or judge(element):
                 return element
-            try:
-                verdict = keep(element)
-            except Exception as error:
-                validate.note_user_error(error, self.stage, element_before(parent))
-                raise
-            try:
-                if verdict:
-                    return element
-            except (ValueError, TypeError) as error:
-                where = element_before(parent)
-                raise validate.ambiguous_verdict(verdict, self.stage, where) from error
+
+    def judge(self, element: Any) -> bool:
+        """Whether the predicate keeps `element`; an error in it names the stage and where."""
+        try:
+            verdict = self.predicate(element)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, element_before(self.parent))
+            raise
+        try:
+            return bool(verdict)
+        except (ValueError, TypeError) as error:
+            where = element_before(self.parent)
+            raise validate.ambiguous_verdict(verdict, self.stage, where) from error
 
     def state(self) -> Any:
         return self.parent.state()
@@ -114,24 +116,15 @@ class _CheckedFilterCursor(_FilterCursor):
         self.left, self.dropped = WINDOW, 0  # elements until the window is full; dropped in it
 
     def next(self) -> Any:
-        keep, parent = self.predicate, self.parent
+        parent, judge = self.parent, self.judge
         left, dropped = self.left, self.dropped
         while True:
             element = parent.next()
             if element is None:
                 self.left, self.dropped = left, dropped
                 return element
-            try:
-                verdict = keep(element)
-            except Exception as error:
-                validate.note_user_error(error, self.stage, element_before(parent))
-                raise
+            kept = judge(element)
             left -= 1
-            try:
-                kept = bool(verdict)
-            except (ValueError, TypeError) as error:
-                where = element_before(parent)
-                raise validate.ambiguous_verdict(verdict, self.stage, where) from error
             if not kept:
                 dropped += 1
             if not left:
