@@ -115,7 +115,10 @@ class DatasetIterator(CheckpointableIterator[T]):
             ValueError: if the state belongs to another pipeline or version, or
                 is truncated; the message names what differs.
         """
-        record = self._codec.decode(state)
+        self.restart_at(self._codec.decode(state))
+
+    def restart_at(self, record: Any) -> None:
+        """Continues from a state record of this pipeline (checked)."""
         self._core.close()
         self._attach(StreamIterator(self._core.stream, record))
 
