@@ -14,6 +14,9 @@ from grainfn._src.facade.experimental import FlatMapIterDataset as FlatMapIterDa
 from grainfn._src.facade.experimental import FlatMapMapDataset as FlatMapMapDataset
 from grainfn._src.facade.experimental import LimitIterDataset as LimitIterDataset
 from grainfn._src.facade.experimental import RepeatIterDataset as RepeatIterDataset
+from grainfn._src.facade.experimental import (
+    ThreadPrefetchIterDataset as ThreadPrefetchIterDataset,
+)
 from grainfn._src.facade.experimental import WindowShuffleMapDataset as WindowShuffleMapDataset
 from grainfn._src.facade.experimental import (
     assert_equal_output_after_checkpoint as assert_equal_output_after_checkpoint,

@@ -34,6 +34,25 @@ class LimitIterDataset(IterDataset[T]):
         self._core = fn.limit(count, iter_core(parent, "LimitIterDataset"))
 
 
+class ThreadPrefetchIterDataset(IterDataset[T]):
+    """`parent` read ahead by a background thread into a queue of `prefetch_buffer_size`.
+
+    The elements and the states are `parent`'s own (a state restores with or
+    without it); 0 turns read-ahead off.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(5).to_iter_dataset().map(lambda x: x + 1)
+        >>> list(ThreadPrefetchIterDataset(ds, prefetch_buffer_size=2))
+        [1, 2, 3, 4, 5]
+    """
+
+    def __init__(self, parent: IterDataset[T], *, prefetch_buffer_size: int) -> None:
+        super().__init__(parent)
+        stream = iter_core(parent, "ThreadPrefetchIterDataset")
+        self._core = fn.thread_prefetch(prefetch_buffer_size, stream)
+
+
 class RepeatIterDataset(IterDataset[T]):
     """`parent` again from its start, `num_epochs` times or forever (None).
 
