@@ -57,3 +57,25 @@ def test_read_options_warn_when_the_buffer_is_smaller_than_the_threads(
     warnings = [r.getMessage() for r in caplog.records if r.name == "grainfn"]
     assert len(warnings) == 1
     assert "prefetch_buffer_size=4 is below num_threads=8" in warnings[0]
+
+
+def test_a_subclass_keeps_its_parent_objects_like_grain() -> None:
+    import grain
+
+    for lib in (grain, grainfn):
+
+        class Doubled(lib.MapDataset):  # type: ignore[name-defined,misc]
+            def __init__(self, parent: Any) -> None:
+                super().__init__(parent)
+
+            def __len__(self) -> int:
+                return len(self._parent)
+
+            def __getitem__(self, index: int) -> Any:
+                return self._parent[index] * 2
+
+        parent = lib.MapDataset.range(4)
+        doubled = Doubled(parent)
+        assert doubled.parents[0] is parent
+        assert [doubled[i] for i in range(4)] == [0, 2, 4, 6]
+        assert list(doubled.map(lambda x: x + 1)) == [1, 3, 5, 7]

@@ -166,13 +166,14 @@ class MapDataset(_Stages[T]):
 
     @property
     def parents(self) -> tuple[Any, ...]:
-        """The datasets this one reads from, as facade objects."""
+        """The datasets this one reads from: a subclass's own parent objects, as in Grain."""
+        if self._parents:
+            return self._parents
         return tuple(_wrap(parent) for parent in self.core.parents)
 
     @property
     def _parent(self) -> Any:
-        parents = self._parents if self._core is None else self.parents
-        if len(parents) != 1:
+        if len(parents := self.parents) != 1:
             raise AttributeError(f"{type(self).__qualname__} has {len(parents)} parents, not 1.")
         return parents[0]
 
