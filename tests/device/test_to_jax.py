@@ -38,6 +38,15 @@ def exact_mode(ds: Any) -> Any:
     return contextlib.nullcontext()
 
 
+def addressable(ds: Any, position: int) -> bool:
+    """Whether the host reads `position` (a later epoch of an infinite stage passes 2**63 - 1)."""
+    try:
+        ds.get(position)
+    except OverflowError:
+        return False
+    return True
+
+
 def later_epochs(length: int, draw_offsets: list[int]) -> list[int]:
     """Positions of the first epochs and of later ones (epoch 7 and 1000)."""
     first = list(range(min(length, 24)))
@@ -55,7 +64,7 @@ def test_get_many_under_jit_equals_the_host(mode: str, ds: Any, offsets: list[in
         except OverflowError as error:  # refused, never wrong: only where 32 bits cannot hold it
             assert mode == "32-bit" and "jax_enable_x64" in str(error)
             return  # the 64-bit run of the same examples computes these
-        positions = later_epochs(min(ds.length, 10**6), offsets)
+        positions = [p for p in later_epochs(min(ds.length, 10**6), offsets) if addressable(ds, p)]
         device = jax.jit(jds.get_many)(jnp.asarray(positions))
         assert_same_elements(device, ds.get_many(positions))
 

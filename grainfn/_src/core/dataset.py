@@ -230,6 +230,21 @@ def function_name(fn: Any) -> str:
     return str(name) if name else repr(fn)
 
 
+def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:
+    """The nearest stage above `ds` that leaves None holes (a filter or a flat_map), if any.
+
+    A map-level batch cannot follow one (its batches would come out short), and
+    reading skips the holes.
+    """
+    to_visit = [ds]
+    while to_visit:
+        node = to_visit.pop()
+        if node.makes_holes:
+            return node
+        to_visit.extend(node.parents)
+    return None
+
+
 def pipeline_lines(node: Any, depth: int = 0) -> list[str]:
     """The pipeline above `node` (a dataset or stream), one indented line per stage.
 

@@ -15,7 +15,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.blocks import BlockReader, BlockSizer
-from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset, upstream_holes
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
@@ -51,11 +51,10 @@ class FromDatasetStream(Stream[T]):
 
     def open(self, state: records.DatasetPosition) -> Cursor:
         reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
-        if self.check.active and not self.allow_nones and has_holes(self.dataset):
-            window = FilterWindow(
-                self.check, f"{self.describe_stage()} skipping filtered positions"
-            )
-            return CheckedDatasetCursor(reader, window)
+        checked = self.check.active and not self.allow_nones
+        if checked and upstream_holes(self.dataset) is not None:
+            stage = f"{self.describe_stage()} skipping filtered positions"
+            return CheckedDatasetCursor(reader, FilterWindow(self.check, stage))
         return DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
@@ -184,11 +183,6 @@ class CheckedDatasetCursor(DatasetCursor):
         self.left -= len(taken)
         self.dropped += taken.count(None)
         out.extend(e for e in taken if e is not None)
-
-
-def has_holes(ds: Dataset[Any]) -> bool:
-    """Whether a stage of `ds` may leave None holes (a filter or a flat_map)."""
-    return ds.makes_holes or any(has_holes(parent) for parent in ds.parents)
 
 
 @toolz.curry

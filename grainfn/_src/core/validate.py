@@ -32,9 +32,8 @@ def check_seed(seed: Any, what: str = "seed", limit: int | None = SEED_LIMIT) ->
         ...
         ValueError: seed must be an integer in [0, 2**32), got -1.
     """
-    allowed = "an integer >= 0" if limit is None else "an integer in [0, 2**32)"
-    if limit is not None and limit != SEED_LIMIT:
-        allowed = f"an integer in [0, {limit})"
+    bound = "2**32" if limit == SEED_LIMIT else str(limit)
+    allowed = "an integer >= 0" if limit is None else f"an integer in [0, {bound})"
     if isinstance(seed, bool) or not is_integer(seed):
         raise TypeError(f"{what} must be {allowed}, got {seed!r}.")
     seed = operator.index(seed)

@@ -49,13 +49,13 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
     which = c.add(components.astype(np.int32))
     first_keys = c.add(keys.astype(c.mode.unsigned))
     shares = np.asarray(proportions, dtype=c.mode.unsigned)
-    last_period = bound // period
+    # Positions up to `bound` lie in periods up to bound // period: component i's keys
+    # stay below (that + 1) * proportions[i].
+    key_bounds = [min(MAX_POSITION, (bound // period + 1) * share - 1) for share in proportions]
+    unsigned = c.mode.unsigned.type
     if bound < c.mode.limit:
         whole = whole_position(c.mode, ds, bound)
-        programs = [
-            _at_key(c, component, min(MAX_POSITION, last_period * share + share - 1))
-            for component, share in zip(ds.components, proportions)
-        ]
+        programs = [_at_key(c, part, b) for part, b in zip(ds.components, key_bounds)]
 
         def program(arrays: Sequence[Any], at: Split) -> Any:
             import jax.numpy as jnp
@@ -66,7 +66,6 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
             key = periods * jnp.asarray(shares)[component] + arrays[first_keys][inside]
             return _switch(ds, component, programs, arrays, key)
 
-        unsigned = c.mode.unsigned.type
         return program
     require(  # 32-bit: whole positions need two words, the epoch one
         bound // ds.length < c.mode.limit and ds.length < c.mode.limit,
@@ -74,10 +73,7 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
         f"its epochs reach {bound // ds.length}",
         c.mode,
     )
-    wide_programs = [
-        _at_wide_key(c, component, min(MAX_POSITION, last_period * share + share - 1))
-        for component, share in zip(ds.components, proportions)
-    ]
+    wide_programs = [_at_wide_key(c, part, b) for part, b in zip(ds.components, key_bounds)]
 
     def wide_program(arrays: Sequence[Any], at: Split) -> Any:
         import jax.numpy as jnp
@@ -150,9 +146,10 @@ def _at_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any],
 
 def _at_wide_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any], Any], Any]:
     """A component's program taking a whole position as a (high, low) pair of words."""
+    if bound < c.mode.limit:  # the high word is 0: the low word is the key
+        narrow = _at_key(c, component, bound)
+        return lambda arrays, key: narrow(arrays, key[1])
     program, length = c.compile(component, bound), component.length
-    if bound < c.mode.limit:
-        return lambda arrays, key: program(arrays, split(c.mode, key[1], length, bound))
     require(length < c.mode.limit, component.describe_stage(), f"its length is {length}", c.mode)
 
     def at_key(arrays: Sequence[Any], key: tuple[Any, Any]) -> Any:

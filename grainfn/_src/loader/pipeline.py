@@ -17,13 +17,12 @@ from typing import Any
 
 from grainfn import fn
 from grainfn._src import transforms
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.records import record_data
 from grainfn._src.loader.sampled import sampled
 from grainfn._src.loader.sharding import ShardOptions
-from grainfn._src.stages.batch import upstream_holes
 
 
 def loader_stream(

@@ -12,7 +12,13 @@ import toolz
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import Dataset, OneParent, ParentIndex, function_name, set_length
+from grainfn._src.core.dataset import (
+    OneParent,
+    ParentIndex,
+    function_name,
+    set_length,
+    upstream_holes,
+)
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 from grainfn._src.index import slicing
 
@@ -81,20 +87,6 @@ def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) 
     ends = np.cumsum(sizes)
     offsets = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - sizes, sizes)
     return np.repeat(starts, sizes) + offsets
-
-
-def upstream_holes(ds: Dataset[Any]) -> Dataset[Any] | None:
-    """The nearest stage above `ds` that leaves None holes (a filter or a flat_map), if any.
-
-    A map-level batch cannot follow one: its batches would come out short.
-    """
-    to_visit = [ds]
-    while to_visit:
-        node = to_visit.pop()
-        if node.makes_holes:
-            return node
-        to_visit.extend(node.parents)
-    return None
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

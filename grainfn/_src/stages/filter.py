@@ -79,24 +79,39 @@ class _FilterCursor(BaseCursor):
         self.parent, self.predicate, self.stage = parent, predicate, stage
 
     def next(self) -> Any:
-        parent, judge = self.parent, self.judge
-        while True:
+        keep, parent = self.predicate, self.parent
+        while True:  # the hot loop: the predicate inline, the error paths in helpers
             element = parent.next()
-            if element is None or judge(element):
+            if element is None:
                 return element
+            try:
+                verdict = keep(element)
+            except Exception as error:
+                self._note(error)
+                raise
+            try:
+                if verdict:
+                    return element
+            except (ValueError, TypeError) as error:
+                raise self._ambiguous(verdict) from error
 
     def judge(self, element: Any) -> bool:
         """Whether the predicate keeps `element`; an error in it names the stage and where."""
         try:
             verdict = self.predicate(element)
         except Exception as error:
-            validate.note_user_error(error, self.stage, element_before(self.parent))
+            self._note(error)
             raise
         try:
             return bool(verdict)
         except (ValueError, TypeError) as error:
-            where = element_before(self.parent)
-            raise validate.ambiguous_verdict(verdict, self.stage, where) from error
+            raise self._ambiguous(verdict) from error
+
+    def _note(self, error: Exception) -> None:
+        validate.note_user_error(error, self.stage, element_before(self.parent))
+
+    def _ambiguous(self, verdict: Any) -> Exception:
+        return validate.ambiguous_verdict(verdict, self.stage, element_before(self.parent))
 
     def state(self) -> Any:
         return self.parent.state()

@@ -59,20 +59,21 @@ class _ThreadPrefetchCursor(BaseCursor):
             self.thread.start()
 
     def _read(self) -> None:
-        cursor = self.parent.open(self.last_state)
+        state = self.last_state
+        cursor = self.parent.open(state)
         try:
             cursor.start_prefetch()
             while not self.stop.is_set():
-                before = cursor.state()
                 try:
                     element = cursor.next()
                 except StopIteration:
                     self._put((_ENDED, None, cursor.state()))
                     return
                 except BaseException as error:  # handed over, raised in the consumer
-                    self._put((_FAILED, error, before))
+                    self._put((_FAILED, error, state))  # the state before the failed read
                     return
-                self._put((element, None, cursor.state()))
+                state = cursor.state()
+                self._put((element, None, state))
         finally:
             cursor.close()
 

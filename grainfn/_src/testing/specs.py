@@ -107,15 +107,20 @@ def unary_op(
     index_kinds = ["seed", "shuffle", "slice", "take", "repeat"]
     batch = ["batch"] if allow_batch else []
     kind = draw(st.sampled_from(index_kinds + functions.element_kinds() + batch))
+    if kind in ("shuffle", "slice", "take", "repeat"):
+        return _index_op(draw, kind)
+    return _element_op(draw, kind, functions)
+
+
+def _index_op(draw: Any, kind: str) -> tuple[Any, ...]:
+    """A spec of a stage that only moves positions: shuffle, slice, take or repeat."""
     if kind == "shuffle":
         return ("shuffle", draw(optional_seeds))
     if kind == "slice":
         return _slice_op(draw)
     if kind == "take":
         return ("take", tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))))
-    if kind == "repeat":
-        return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
-    return _element_op(draw, kind, functions)
+    return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
 
 
 def _element_op(draw: Any, kind: str, functions: Functions = INTEGERS) -> tuple[Any, ...]:
@@ -262,7 +267,7 @@ def device_op(draw: Any, batch: bool = True) -> tuple[Any, ...]:
         return ("batch", draw(st.integers(1, 5)), True)
     if kind in ("seed", "map", "map_with_index"):
         return _element_op(draw, kind)
-    return draw(unary_op(allow_batch=False).filter(lambda op: op[0] == kind))
+    return _index_op(draw, kind)
 
 
 def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
