@@ -174,3 +174,32 @@ def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
     assert gave_way
     assert got == [spin(x) for x in range(4000)]
     wait_for_no_reader_threads()
+
+
+def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> None:
+    from grainfn._src.core.blocks import BlockSizer
+
+    sizer = BlockSizer(limit=1024)
+    assert sizer.start() == 1
+    sizer.done()  # a free block: the next one is 16 times as big
+    assert sizer.start(at_least=100) == 100  # the caller needs 100 now
+    sizer.done()
+    assert sizer.start() == 1024  # grown from 100, up to the limit
+    sizer.done(parts=10**9)  # a block read as many cheap parts stays at the limit
+    assert sizer.start(at_least=5000) == 1024
+
+
+def test_a_block_sizer_judges_each_part_of_a_block_read_in_parts() -> None:
+    from grainfn._src.core.blocks import BlockSizer
+
+    sizer = BlockSizer(limit=1024)
+    sizer.start(at_least=64)
+    time.sleep(0.03)  # 30 ms for the whole block: slow for one part, cheap for 100 parts
+    sizer.done(parts=100)
+    assert sizer.start() > 64
+    sizer.done()
+    sizer.size = 64
+    sizer.start()
+    time.sleep(0.03)
+    sizer.done()  # one part of 30 ms: the next block halves
+    assert sizer.start() == 32

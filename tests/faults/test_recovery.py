@@ -109,14 +109,14 @@ def test_close_after_an_error_keeps_the_exact_state() -> None:
 
 
 class KeepsLessLater:
-    """A filter with hidden state: after 15 calls it drops everything."""
+    """A filter with hidden state: after 12 calls it drops everything."""
 
     def __init__(self) -> None:
         self.calls = 0
 
     def __call__(self, element: Any) -> bool:
         self.calls += 1
-        return self.calls <= 15
+        return self.calls <= 12
 
 
 def test_a_stream_that_is_not_a_function_of_its_state_cannot_go_back() -> None:

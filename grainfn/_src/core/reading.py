@@ -88,8 +88,8 @@ class DatasetCursor(BaseCursor):
         self.block: list[Any] = []
         self.iterator: Iterator[Any] = iter(self.block)
 
-    def _refill(self) -> None:
-        self.start, self.block = self.reader.read()
+    def _refill(self, need: int = 1) -> None:
+        self.start, self.block = self.reader.read(need)
         self.iterator = iter(self.block)
 
     def next(self) -> Any:
@@ -107,7 +107,7 @@ class DatasetCursor(BaseCursor):
             out.extend(taken if self.allow_nones else [e for e in taken if e is not None])
             if len(taken) < need:  # this block is used up
                 try:
-                    self._refill()
+                    self._refill(need - len(taken))
                 except StopIteration:
                     break
         return out

@@ -7,6 +7,8 @@ stream drops those elements.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,7 +19,14 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import ElementStage, function_name
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
-from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, element_before
+from grainfn._src.core.stream import (
+    BaseCursor,
+    Cursor,
+    PassThroughStream,
+    Stream,
+    element_before,
+    state_of,
+)
 
 T = TypeVar("T")
 
@@ -74,7 +83,17 @@ class FilteredStream(PassThroughStream):
         return f"filter({function_name(self.predicate)})"
 
 
+BLOCK_FROM = 32
+"""Fewer missing elements than this are taken one by one: a block of a few costs more."""
+
+
 class _FilterCursor(BaseCursor):
+    """Drops what the predicate refuses; `next_many` judges whole blocks of the parent's elements.
+
+    A block is never larger than what is still missing, so no element is taken
+    from the parent that this cursor does not hand out.
+    """
+
     def __init__(self, parent: Cursor, predicate: Callable[[Any], Any], stage: str) -> None:
         self.parent, self.predicate, self.stage = parent, predicate, stage
 
@@ -87,31 +106,62 @@ class _FilterCursor(BaseCursor):
             try:
                 verdict = keep(element)
             except Exception as error:
-                self._note(error)
+                self._note(error, element_before(parent))
                 raise
             try:
                 if verdict:
                     return element
             except (ValueError, TypeError) as error:
-                raise self._ambiguous(verdict) from error
+                raise self._ambiguous(verdict, element_before(parent)) from error
 
-    def judge(self, element: Any) -> bool:
-        """Whether the predicate keeps `element`; an error in it names the stage and where."""
+    def next_many(self, count: int) -> list[Any]:
+        keep, parent = self.predicate, self.parent
+        out: list[Any] = []
+        while count - len(out) >= BLOCK_FROM:
+            need = count - len(out)
+            taken = parent.next_many(need)
+            try:
+                out += [e for e in taken if e is None or keep(e)]
+            except Exception:
+                self._judge_each(taken)
+                raise
+            if len(taken) < need:  # the parent ended
+                return out
+        return out + super().next_many(count - len(out))
+
+    def verdicts(self, taken: list[Any]) -> list[bool]:
+        """Whether the predicate keeps each element of `taken` (a None is kept)."""
+        keep = self.predicate
         try:
-            verdict = self.predicate(element)
-        except Exception as error:
-            self._note(error)
+            return [e is None or bool(keep(e)) for e in taken]
+        except Exception:
+            self._judge_each(taken)
             raise
-        try:
-            return bool(verdict)
-        except (ValueError, TypeError) as error:
-            raise self._ambiguous(verdict) from error
 
-    def _note(self, error: Exception) -> None:
-        validate.note_user_error(error, self.stage, element_before(self.parent))
+    def _judge_each(self, taken: list[Any]) -> None:
+        """Finds the element of a failed block whose judging fails, and raises its error."""
+        if len(taken) == 1:
+            where = element_before(self.parent)
+        else:
+            where = f"one of the {len(taken)} stream elements up to {state_of(self.parent)}"
+        for element in taken:  # a pure predicate fails again on the same element
+            if element is None:
+                continue
+            try:
+                verdict = self.predicate(element)
+            except Exception as error:
+                self._note(error, where)
+                raise
+            try:
+                bool(verdict)
+            except (ValueError, TypeError) as error:
+                raise self._ambiguous(verdict, where) from error
 
-    def _ambiguous(self, verdict: Any) -> Exception:
-        return validate.ambiguous_verdict(verdict, self.stage, element_before(self.parent))
+    def _note(self, error: Exception, where: str) -> None:
+        validate.note_user_error(error, self.stage, where)
+
+    def _ambiguous(self, verdict: Any, where: str) -> Exception:
+        return validate.ambiguous_verdict(verdict, self.stage, where)
 
     def state(self) -> Any:
         return self.parent.state()
@@ -131,14 +181,18 @@ class _CheckedFilterCursor(_FilterCursor):
         self.left, self.dropped = WINDOW, 0  # elements until the window is full; dropped in it
 
     def next(self) -> Any:
-        parent, judge = self.parent, self.judge
+        keep, parent = self.predicate, self.parent
         left, dropped = self.left, self.dropped
-        while True:
+        while True:  # the hot loop: the predicate inline, the error paths in helpers
             element = parent.next()
             if element is None:
                 self.left, self.dropped = left, dropped
                 return element
-            kept = judge(element)
+            try:
+                kept = bool(keep(element))
+            except Exception:
+                self._judge_each([element])
+                raise
             left -= 1
             if not kept:
                 dropped += 1
@@ -149,6 +203,37 @@ class _CheckedFilterCursor(_FilterCursor):
             if kept:
                 self.left, self.dropped = left, dropped
                 return element
+
+    def next_many(self, count: int) -> list[Any]:
+        parent = self.parent
+        out: list[Any] = []
+        while count - len(out) >= BLOCK_FROM:
+            need = count - len(out)
+            taken = parent.next_many(need)
+            verdicts = self.verdicts(taken)
+            self._count(taken, verdicts)
+            out += itertools.compress(taken, verdicts)
+            if len(taken) < need:
+                return out
+        return out + BaseCursor.next_many(self, count - len(out))
+
+    def _count(self, taken: list[Any], verdicts: list[bool]) -> None:
+        """Adds judged elements (Nones are not judged) to the windows, judging each that fills."""
+        judged = sum(map(operator.is_not, taken, itertools.repeat(None)))
+        if judged < self.left:  # the usual case: no window fills
+            self.left -= judged
+            self.dropped += verdicts.count(False)
+            return
+        if judged < len(taken):
+            verdicts = [v for e, v in zip(taken, verdicts) if e is not None]
+        start, left = 0, self.left
+        while len(verdicts) - start >= left:
+            dropped = self.dropped + left - sum(verdicts[start : start + left])
+            start += left
+            self.left, self.dropped, left = WINDOW, 0, WINDOW
+            self.window.full(dropped)
+        self.dropped += len(verdicts) - start - sum(verdicts[start:])
+        self.left -= len(verdicts) - start
 
 
 @toolz.curry

@@ -30,7 +30,10 @@ class SlicedDataset(IndexStage[T]):
         set_length(self, self.size)
 
     def parent_indices(self, indices: np.ndarray) -> np.ndarray:
-        slicing.check_addressable(int(indices.max()), self.length, self.parent.length)
+        last = int(indices.max())
+        if last < self.length:  # all in the first epoch: no division (integer division is slow)
+            return self.start + indices * self.step
+        slicing.check_addressable(last, self.length, self.parent.length)
         return slicing.slice_indices(indices, self.start, self.step, self.size, self.parent.length)
 
     def parent_index(self, index: int) -> int:
