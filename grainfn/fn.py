@@ -69,6 +69,9 @@ from grainfn._src.stages.zip import zip as zip
 if TYPE_CHECKING:
     from grainfn._src.device.dataset import JaxDataset as JaxDataset
     from grainfn._src.device.dataset import to_jax as to_jax
+    from grainfn._src.elastic.shards import logical_shard as logical_shard
+    from grainfn._src.elastic.stream import ElasticState as ElasticState
+    from grainfn._src.elastic.stream import elastic_batches as elastic_batches
     from grainfn._src.formats.parquet import ParquetPosition as ParquetPosition
     from grainfn._src.formats.parquet import parquet as parquet
     from grainfn._src.inspect.element_spec import element_spec as element_spec

@@ -15,7 +15,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lazy", "index", "transforms"),
     ("core",),
     ("stages", "parallel", "packing", "checkpoint"),
-    ("formats", "inspect", "device"),
+    ("formats", "inspect", "device", "elastic"),
     ("fn",),
     ("testing", "loader"),
     ("facade",),

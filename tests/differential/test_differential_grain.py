@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, note, settings
 
 from grainfn._src.stages.batch import BatchedDataset
-from grainfn._src.stages.shuffle import ShuffledDataset
 
-from grain_shuffle import grain_is_broken
+from grain_shuffle import grain_shuffle_is_not_a_permutation
 from pipelines import build_dataset, build_grain, dataset_specs
 
 pytestmark = pytest.mark.grain
@@ -118,13 +117,6 @@ def grain_batch_length_is_inexact(ds: Any) -> bool:
         if math.ceil(n / ds.batch_size) != -(-n // ds.batch_size):
             return True
     return any(grain_batch_length_is_inexact(p) for p in ds.parents)
-
-
-def grain_shuffle_is_not_a_permutation(ds: Any) -> bool:
-    """Whether a shuffle above `ds` has a length Grain's float-sized cipher does not permute."""
-    if isinstance(ds, ShuffledDataset) and grain_is_broken(ds.length):
-        return True
-    return any(grain_shuffle_is_not_a_permutation(p) for p in ds.parents)
 
 
 def has_infinite_stage(ds: Any) -> bool:

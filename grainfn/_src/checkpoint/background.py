@@ -66,5 +66,4 @@ async def _write(directory: Any, state: Any) -> None:
 
 
 async def _read_and_set(iterator: files.StatefulIterator, directory: Any) -> None:
-    loaded = await asyncio.to_thread(files.read_state, directory)
-    files.set_state_from(iterator, loaded)
+    await asyncio.to_thread(files.restore, iterator, directory)

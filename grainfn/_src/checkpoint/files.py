@@ -177,6 +177,49 @@ def read_state(directory: Any, process: tuple[int, int] | None = None) -> StateF
     return StateFile(path, text, data)
 
 
+def read_all_states(directory: Any) -> list[StateFile]:
+    """Reads every process's state file in `directory` (any process count), in name order.
+
+    An elastic iterator restores from the files of all the processes that
+    saved, whatever their number (see `restore`).
+
+    Raises:
+        ValueError: if there is no state file, or one is corrupt (see `read_state`).
+    """
+    directory = as_path(directory)
+    found = []
+    if directory.exists():
+        for path in directory.iterdir():
+            match = _STATE_FILE.fullmatch(path.name)
+            if match:
+                found.append((int(match["count"]), int(match["index"])))
+    if not found:
+        names = sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+        holds = f"it holds {', '.join(names)}" if names else "it is empty or does not exist"
+        raise ValueError(
+            f"No iterator state file (process_<index>-of-<count>.json) is in {directory}: "
+            f"{holds}. Pass the directory the iterator was saved to."
+        )
+    return [read_state(directory, (index, count)) for count, index in sorted(found)]
+
+
+def restore(iterator: StatefulIterator, directory: Any) -> None:
+    """Sets `iterator` to the state saved in `directory`.
+
+    An iterator with `set_state_from_files` (an elastic one, whose state is
+    spread over the files of however many processes saved it) receives every
+    process's file; any other gets this process's file (see `set_state_from`).
+    """
+    from_files = getattr(iterator, "set_state_from_files", None)
+    if callable(from_files):
+        from_files(read_all_states(directory))
+    else:
+        set_state_from(iterator, read_state(directory))
+
+
+_STATE_FILE = re.compile(r"process_(?P<index>\d+)-of-(?P<count>\d+)\.json")
+
+
 def set_state_from(iterator: StatefulIterator, loaded: StateFile) -> None:
     """Sets `iterator` to the state of `loaded`, in the form its `get_state()` returns.
 

@@ -76,7 +76,7 @@ class CheckpointHandler(ocp.AsyncCheckpointHandler):
                 or the state of another pipeline; the message names the file.
         """
         iterator = _iterator(item, args, "restore")
-        files.set_state_from(iterator, files.read_state(directory))
+        files.restore(iterator, directory)
         start_prefetch = getattr(iterator, "start_prefetch", None)
         if callable(start_prefetch):
             start_prefetch()

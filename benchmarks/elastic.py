@@ -1,0 +1,294 @@
+"""Elastic benchmarks: `grainfn.experimental.ElasticIterator` against the same pipeline batched.
+
+One host runs every logical shard, global batches of 256 rows; the figures are
+times per row delivered (an elastic epoch ends before the first global batch a
+logical shard cannot fill, so it can deliver a few rows less than plain batching).
+
+- E1: `MapDataset.range(n).seed(5).shuffle().to_iter_dataset().filter(x % 3 != 0)
+  .map(x + 1)`: (a) `ElasticIterator(ds, 256, ShardOptions(0, 1),
+  num_logical_shards=16)` against (b) `ds.batch(256, drop_remainder=True)`
+  without elasticity, and both again with no filter check (`WithOptionsIterDataset`,
+  `filter_warn_threshold_ratio=None`); beside them Grain's plain `.batch(256)` of the same
+  pipeline (Grain has no elastic IterDataset; measured on a sample) and a hand
+  loop: a numpy permutation cut into 16 columns, a boolean mask, `+ 1`, reshaped
+  into the global batches. (a) is checked row for row against that numpy cut of
+  the pipeline's own permutation, (b) to hold every kept row once.
+- E2a: Grain's supported case, `MapDataset.range(n).seed(6).shuffle().map(x + 1)`
+  (no filter): grainfn's `ElasticIterator(ds, 256, ShardOptions(0, 1))` (Grain's
+  mode) against Grain's `grain.experimental.ElasticIterator` with its default
+  ReadOptions and with `num_threads=0` (on a sample), the map-level
+  `ds.batch(256, drop_remainder=True)` and the hand loop.
+- E2b: the same MapDataset in logical-shard mode (`num_logical_shards=16`)
+  against `ds.to_iter_dataset().batch(256, drop_remainder=True)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grain
+import numpy as np
+
+import grainfn
+from benchmarks.harness import (
+    GRAIN,
+    GRAIN_SYNC,
+    HAND,
+    Case,
+    Row,
+    Target,
+    Timer,
+    Timing,
+    grain_cases,
+    measure,
+    require,
+    results,
+    same_outputs,
+)
+from benchmarks.map_level import add_one
+from benchmarks.run import Step, run_suite
+from grainfn.experimental import DatasetOptions, ElasticIterator, WithOptionsIterDataset
+
+ELASTIC = "grainfn ElasticIterator"
+ELASTIC_UNCHECKED = "grainfn ElasticIterator, no filter check"
+PLAIN = "grainfn batch(256)"
+UNCHECKED = "grainfn batch(256), no filter check"
+MAP_BATCH = "grainfn map-level batch(256)"
+GLOBAL_BATCH, SHARDS, E1_SEED, E2_SEED = 256, 16, 5, 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
+
+    n: int  # elements of the range; a multiple of 384, so E1 keeps whole global batches
+    grain_n: int  # elements Grain is measured on
+    warmup_n: int  # elements of the small pipelines Grain is warmed up on
+    grain_budget: float  # seconds of timed runs per Grain implementation before repeats stop
+    timer: Timer
+
+
+DEFAULT = Config(
+    n=199_680,
+    grain_n=7_680,
+    warmup_n=768,
+    grain_budget=4.0,
+    timer=Timer(repeats=7, min_time=1.5, budget=10.0, burst=0.5),
+)
+QUICK = Config(
+    n=19_968,
+    grain_n=1_536,
+    warmup_n=384,
+    grain_budget=1.0,
+    timer=Timer(repeats=3, min_time=0.2, budget=1.0, burst=0.1),
+)
+
+
+def keep(x: int) -> bool:
+    return x % 3 != 0
+
+
+def e1_pipeline(lib: Any, n: int) -> Any:
+    return (
+        lib.MapDataset.range(n).seed(E1_SEED).shuffle().to_iter_dataset().filter(keep).map(add_one)
+    )
+
+
+def e2_pipeline(lib: Any, n: int) -> Any:
+    return lib.MapDataset.range(n).seed(E2_SEED).shuffle().map(add_one)
+
+
+def hand_elastic(order: np.ndarray, filtered: bool) -> list[np.ndarray]:
+    """The logical-shard cut in numpy: shard `s` is `order[s::16]`, masked by `keep` if
+    `filtered`, plus 1; global batch `b` is rows `16b:16b+16` of each shard, in shard order."""
+    rows = GLOBAL_BATCH // SHARDS
+    columns = [c[c % 3 != 0] if filtered else c for c in order.reshape(-1, SHARDS).T]
+    steps = min(map(len, columns)) // rows
+    cut = np.stack([c[: steps * rows].reshape(steps, rows) + 1 for c in columns], axis=1)
+    return list(cut.reshape(steps, GLOBAL_BATCH))
+
+
+def hand_batches(order: np.ndarray) -> list[np.ndarray]:
+    """Plain batching in numpy: `order + 1` reshaped into global batches, the tail dropped."""
+    steps = len(order) // GLOBAL_BATCH
+    return list((order[: steps * GLOBAL_BATCH] + 1).reshape(steps, GLOBAL_BATCH))
+
+
+def permutation(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).permutation(n)
+
+
+def pipeline_order(n: int, seed: int) -> np.ndarray:
+    """The positions grainfn's (and Grain's) `range(n).seed(seed).shuffle()` reads."""
+    return np.array(list(grainfn.MapDataset.range(n).seed(seed).shuffle()))
+
+
+def rows_of(batches: list[Any]) -> int:
+    return sum(len(b) for b in batches)
+
+
+def per_row(timings: Mapping[str, Timing], out: Mapping[str, list[Any]]) -> dict[str, float | None]:
+    """The best run of each implementation, divided by the rows it delivered."""
+    return {label: timing.best / rows_of(out[label]) for label, timing in timings.items()}
+
+
+def e1(c: Config) -> list[Row]:
+    n, shard = c.n, grainfn.ShardOptions(0, 1)
+    ds = e1_pipeline(grainfn, n)
+    unchecked = WithOptionsIterDataset(ds, DatasetOptions(filter_warn_threshold_ratio=None))
+    cases = {
+        ELASTIC: Case(
+            lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
+        ),
+        PLAIN: Case(lambda: list(ds.batch(GLOBAL_BATCH, drop_remainder=True))),
+        ELASTIC_UNCHECKED: Case(
+            lambda: list(ElasticIterator(unchecked, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
+        ),
+        UNCHECKED: Case(lambda: list(unchecked.batch(GLOBAL_BATCH, drop_remainder=True))),
+        **grain_cases(
+            lambda size: grain.MapDataset.range(size).seed(E1_SEED).shuffle(),
+            c.grain_n,
+            c.warmup_n,
+            lambda it: it.filter(keep).map(add_one).batch(GLOBAL_BATCH, drop_remainder=True),
+            budget=c.grain_budget,
+        ),
+        HAND: Case(lambda: hand_elastic(permutation(n, E1_SEED), filtered=True)),
+    }
+    t = measure(cases, c.timer)
+    out = results(t)
+    require(
+        same_outputs(out[ELASTIC], hand_elastic(pipeline_order(n, E1_SEED), filtered=True)),
+        "E1: the elastic batches != the numpy cut of the pipeline's permutation",
+    )
+    kept = np.arange(n)[np.arange(n) % 3 != 0] + 1
+    require(np.array_equal(np.sort(np.hstack(out[PLAIN])), kept), "E1: plain rows != kept rows")
+    require(same_outputs(out[UNCHECKED], out[PLAIN]), "E1: the filter check changed the rows")
+    require(
+        same_outputs(out[ELASTIC_UNCHECKED], out[ELASTIC]), "E1: the filter check changed the rows"
+    )
+    sample = list(e1_pipeline(grainfn, c.grain_n).batch(GLOBAL_BATCH, drop_remainder=True))
+    for label in (GRAIN, GRAIN_SYNC):
+        require(same_outputs(out[label], sample), f"E1: {label} != grainfn on {c.grain_n:,}")
+    rows = {label: rows_of(batches) for label, batches in out.items()}
+    detail = (
+        f"range({n:,}), {len(kept):,} rows kept; per row delivered: ElasticIterator "
+        f"{rows[ELASTIC]:,} rows (= the numpy cut of the pipeline's permutation), batch(256) "
+        f"{rows[PLAIN]:,} (every kept row); Grain = grainfn on {c.grain_n:,} elements. "
+        "Grain-API iterators, ElasticIterator too, count the rows a filter drops (warn at 90%, "
+        "Grain's default); `no filter check` is both with DatasetOptions("
+        "filter_warn_threshold_ratio=None)"
+    )
+    title = f"filter+map, {SHARDS} shards vs batch(256)"
+    figures, sampled = per_row(t, out), (GRAIN, GRAIN_SYNC)
+    return [Row("E1", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)]
+
+
+def grain_elastic(n: int, options: Any) -> Callable[[], list[Any]]:
+    ds, shard = e2_pipeline(grain, n), grain.sharding.ShardOptions(0, 1)
+    return lambda: list(
+        grain.experimental.ElasticIterator(ds, GLOBAL_BATCH, shard, read_options=options)
+    )
+
+
+def e2a(c: Config) -> list[Row]:
+    n, shard = c.n, grainfn.ShardOptions(0, 1)
+    ds = e2_pipeline(grainfn, n)
+    steps = n // GLOBAL_BATCH
+    grains = {
+        label: Case(
+            grain_elastic(c.grain_n, options),
+            grain_elastic(c.warmup_n, options),
+            budget=c.grain_budget,
+        )
+        for label, options in (
+            (GRAIN, grain.ReadOptions()),
+            (GRAIN_SYNC, grain.ReadOptions(num_threads=0)),
+        )
+    }
+    cases = {
+        ELASTIC: Case(lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard))),
+        MAP_BATCH: Case(lambda: list(ds.batch(GLOBAL_BATCH, drop_remainder=True))),
+        **grains,
+        HAND: Case(lambda: hand_batches(permutation(n, E2_SEED))),
+    }
+    t = measure(cases, c.timer)
+    out = results(t)
+    require(len(out[ELASTIC]) == steps, f"E2a: {len(out[ELASTIC])} batches, expected {steps}")
+    require(same_outputs(out[ELASTIC], out[MAP_BATCH]), "E2a: ElasticIterator != map-level batch")
+    sample = list(ElasticIterator(e2_pipeline(grainfn, c.grain_n), GLOBAL_BATCH, shard))
+    for label in (GRAIN, GRAIN_SYNC):
+        require(same_outputs(out[label], sample), f"E2a: {label} != grainfn on {c.grain_n:,}")
+    detail = (
+        f"range({n:,}), {steps} global batches = the map-level batch(256); Grain's "
+        f"ElasticIterator = grainfn's on {c.grain_n:,} elements"
+    )
+    title = "no filter, vs Grain's ElasticIterator"
+    figures, sampled = per_row(t, out), (GRAIN, GRAIN_SYNC)
+    return [Row("E2a", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)]
+
+
+def e2b(c: Config) -> list[Row]:
+    n, shard = c.n, grainfn.ShardOptions(0, 1)
+    ds = e2_pipeline(grainfn, n)
+    plain = ds.to_iter_dataset()
+    cases = {
+        ELASTIC: Case(
+            lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
+        ),
+        PLAIN: Case(lambda: list(plain.batch(GLOBAL_BATCH, drop_remainder=True))),
+        HAND: Case(lambda: hand_elastic(permutation(n, E2_SEED), filtered=False)),
+    }
+    t = measure(cases, c.timer)
+    out = results(t)
+    require(
+        same_outputs(out[ELASTIC], hand_elastic(pipeline_order(n, E2_SEED), filtered=False)),
+        "E2b: the elastic batches != the numpy cut of the pipeline's permutation",
+    )
+    map_batches = list(ds.batch(GLOBAL_BATCH, drop_remainder=True))
+    require(same_outputs(out[PLAIN], map_batches), "E2b: stream batch != map-level batch")
+    detail = (
+        f"range({n:,}), {len(map_batches)} global batches for both (no filter: no row is "
+        "dropped); the elastic batches = the numpy cut of the pipeline's permutation"
+    )
+    title = f"no filter, {SHARDS} shards vs batch(256)"
+    return [Row("E2b", title, per_row(t, out), unit="us", subject=ELASTIC, detail=detail)]
+
+
+def steps(quick: bool) -> list[Step]:
+    c = QUICK if quick else DEFAULT
+    return [
+        Step(name, functools.partial(row, c))
+        for name, row in (("E1", e1), ("E2a", e2a), ("E2b", e2b))
+    ]
+
+
+def targets(rows: dict[str, Row]) -> list[Target]:
+    e1_row, grain_mode, shards = rows["E1"], rows["E2a"], rows["E2b"]
+    return [
+        Target.at_least(
+            f"E1: {SHARDS} logical shards >= 0.9x batch(256) throughput", e1_row.speedup(PLAIN), 0.9
+        ),
+        Target.at_least(
+            f"E1: {SHARDS} logical shards >= 0.9x batch(256), both with no filter check",
+            e1_row.ratio(UNCHECKED, ELASTIC_UNCHECKED),
+            0.9,
+        ),
+        Target.at_least(
+            "E2a: >= 1x Grain's ElasticIterator (default)", grain_mode.speedup(GRAIN), 1.0
+        ),
+        Target.at_least(
+            "E2a: >= 1x Grain's ElasticIterator (threads=0)", grain_mode.speedup(GRAIN_SYNC), 1.0
+        ),
+        Target.at_least(
+            f"E2b: {SHARDS} logical shards >= 0.9x batch(256) throughput",
+            shards.speedup(PLAIN),
+            0.9,
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    run_suite("elastic", __doc__ or "", steps, targets)

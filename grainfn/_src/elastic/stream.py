@@ -1,0 +1,250 @@
+"""elastic_batches: one host's rows of each global batch, cut from logical shards.
+
+A pipeline is cut into `num_logical_shards` independent streams
+(`logical_shard`); the global batch takes the next `global_batch_size //
+num_logical_shards` elements of each, in shard order. A host runs only the
+logical shards it owns (see `grainfn._src.elastic.layout`) and yields their
+rows stacked: its contiguous slice of the one global batch. The global
+sequence depends on the pipeline and the number of logical shards alone, so
+it is the same for every host count that divides it, and the host's state is
+the states of its shards, which another host count can take up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import toolz
+
+from grainfn._src.core import pytree as tree
+from grainfn._src.core import state as records
+from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.blocks import BlockSizer
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream
+from grainfn._src.elastic.layout import Layout
+from grainfn._src.elastic.rows import RowsCursor, whole_dataset
+from grainfn._src.elastic.shards import logical_shard, prefetch_of
+from grainfn._src.parallel.prefetch import PrefetchedStream
+from grainfn._src.stages.zip import check_components
+
+
+@records.register
+class ElasticState(NamedTuple):
+    """State of `elastic_batches`: global batches taken, whether it ended, its shards' states."""
+
+    step: int
+    stopped: bool
+    components: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ElasticStream(Stream[Any]):
+    """One host's rows of each global batch: `rows_per_shard` elements of each of its shards."""
+
+    spec_rule = "batched"
+
+    components: tuple[Stream[Any], ...]
+    layout: Layout
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        return self.components
+
+    def init(self) -> ElasticState:
+        return ElasticState(0, False, tuple(c.init() for c in self.components))
+
+    def open(self, state: ElasticState) -> Cursor:
+        dataset = whole_dataset(self.components, self.layout)
+        at = records.DatasetPosition(state.step * self.layout.rows_per_shard)
+        if dataset is not None and not state.stopped and set(state.components) == {at}:
+            return _RowsElasticCursor(self.components, dataset, self.layout, state.step)
+        rows = self.layout.rows_per_shard
+        shards = [_ShardReader(c, s, rows) for c, s in zip(self.components, state.components)]
+        return _ElasticCursor(shards, state.step, state.stopped)
+
+    def check_state(self, state: Any, path: str = "") -> None:
+        records.check_record(state, ElasticState, self.describe_stage(), path)
+        check_components(self.components, state.components, path)
+
+    def describe_stage(self) -> str:
+        layout = self.layout
+        return (
+            f"elastic_batches({layout.global_batch_size}, logical shards "
+            f"{layout.shards.start}-{layout.shards.stop - 1} of {layout.num_logical_shards})"
+        )
+
+
+READ_AHEAD = 512
+"""The most elements a shard reads at once. The first read takes one batch's rows,
+so the first batch comes soon whatever an element costs; the reads grow while
+they are cheap and shrink when slow (`BlockSizer`, timing each shard's part)."""
+
+
+class _ElasticCursor(BaseCursor):
+    """Global batches from shard readers that read their blocks in step with each other.
+
+    Every shard reads a block of the same number of rows at the same time, so
+    the `k`-th batch since the last read is the `k`-th chunk of rows of every
+    shard. A shard whose block came back short has ended: the batches its
+    chunks fill come out, and then the stream ends.
+    """
+
+    def __init__(self, shards: list[_ShardReader], step: int, stopped: bool) -> None:
+        self.shards, self.step, self.stopped = shards, step, stopped
+        self.chunk, self.chunks = 0, 0  # the next chunk of every block, and how many there are
+        self.sizer = BlockSizer(READ_AHEAD)
+        self.closed_at: ElasticState | None = None
+
+    def next(self) -> Any:
+        if self.chunk == self.chunks:
+            self._read_blocks()
+        chunk, elements = self.chunk, []
+        for shard in self.shards:
+            elements += shard.chunks[chunk]
+        self.chunk = chunk + 1
+        self.step += 1
+        return tree.stack(elements)
+
+    def _read_blocks(self) -> None:
+        most = max(len(shard.chunks) for shard in self.shards)
+        if self.stopped or most > self.chunks:  # a shard had fewer rows left than the others
+            self.stopped = True
+            raise StopIteration
+        rows = self.shards[0].rows
+        size = rows * max(1, self.sizer.start(at_least=rows) // rows)
+        fewest = None
+        for shard in self.shards:
+            shard.read_block(size)
+            if fewest is None or len(shard.chunks) < fewest:
+                fewest = len(shard.chunks)
+        self.sizer.done(parts=len(self.shards))
+        self.chunk, self.chunks = 0, fewest or 0
+        if not self.chunks:
+            self.stopped = True
+            raise StopIteration
+
+    def state(self) -> ElasticState:
+        if self.closed_at is not None:
+            return self.closed_at
+        used = self.chunk
+        shards = tuple(shard.state(used) for shard in self.shards)
+        return ElasticState(self.step, self.stopped, shards)
+
+    def children(self) -> tuple[Cursor, ...]:
+        return tuple(shard.cursor for shard in self.shards)
+
+    def close(self) -> None:
+        try:
+            if self.closed_at is None:  # a shard's state may need its stream read again: now
+                self.closed_at = self.state()
+        finally:
+            super().close()
+
+
+class _RowsElasticCursor(RowsCursor):
+    """A map-level pipeline's host batches read as one dataset (see `grainfn._src.elastic.rows`)."""
+
+    def state(self) -> ElasticState:
+        step, positions = self.positions()
+        return ElasticState(step, self.stopped, positions)
+
+
+class _ShardReader:
+    """One logical shard read `READ_AHEAD` or so elements at a time, cut into chunks of `rows`.
+
+    A filter or map hands out a block of elements faster than the same
+    elements one batch's rows at a time. The shard's state is its cursor's
+    where the block began; `state(chunks)` inside a block opens the stream
+    there again and steps over the rows handed out (the elements depend on
+    the state alone), which a checkpoint pays, not each batch.
+    """
+
+    def __init__(self, stream: Stream[Any], state: Any, rows: int) -> None:
+        self.stream, self.rows = stream, rows
+        self.cursor = stream.open(state)
+        self.start, self.block_length = state, 0
+        self.chunks: list[list[Any]] = []
+
+    def read_block(self, size: int) -> None:
+        """Reads the next `size` elements; `chunks` are their whole chunks of `rows` elements."""
+        start = self.cursor.state()
+        block = self.cursor.next_many(size)
+        rows = self.rows
+        self.start, self.block_length = start, len(block)
+        self.chunks = [block[i : i + rows] for i in range(0, len(block) - rows + 1, rows)]
+
+    def state(self, chunks: int) -> Any:
+        """The shard's state once the first `chunks` chunks of its block are handed out."""
+        used = chunks * self.rows
+        if used == self.block_length:
+            return self.cursor.state()
+        again = self.stream.open(self.start)
+        try:
+            again.next_many(used)
+            return again.state()
+        finally:
+            again.close()
+
+
+@toolz.curry
+def elastic_batches(
+    global_batch_size: int,
+    data: Stream[Any] | Dataset[Any],
+    *,
+    num_logical_shards: int,
+    host: int = 0,
+    num_hosts: int = 1,
+) -> Stream[Any]:
+    """This host's rows of each global batch of `data`, cut into `num_logical_shards` shards.
+
+    Logical shard `s` is `data` over positions `s, s + num_logical_shards, ...`
+    of its leaf datasets, an independent stream; global batch `b` stacks the
+    next `global_batch_size // num_logical_shards` elements of shards 0, 1, ...
+    in turn. Host `host` of `num_hosts` yields only the rows of the shards it
+    owns (a contiguous slice of each global batch), so the hosts' rows stacked
+    in host order are the same global batches for every `num_hosts` dividing
+    `num_logical_shards`. The stream ends before the first global batch that
+    one of the host's shards cannot fill. An `mp_prefetch` inside `data` runs
+    once for the host, with its workers reading for all of its shards.
+
+    Args:
+        global_batch_size: Rows in a global batch; a multiple of `num_logical_shards`.
+        data: An unbatched stream (or a dataset) whose data comes from datasets.
+        num_logical_shards: How many streams the pipeline is cut into; fixed for
+            a run, since the data depends on it.
+        host: This host's index in `[0, num_hosts)`.
+        num_hosts: Hosts sharing each global batch; a divisor of `num_logical_shards`.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> stream = fn.from_dataset(fn.range(16))
+        >>> one = elastic_batches(4, stream, num_logical_shards=2)
+        >>> [b.tolist() for b in fn.iterate(one)][:2]
+        [[0, 2, 1, 3], [4, 6, 5, 7]]
+        >>> second_of_two = elastic_batches(4, stream, num_logical_shards=2, host=1, num_hosts=2)
+        >>> [b.tolist() for b in fn.iterate(second_of_two)][:2]
+        [[1, 3], [5, 7]]
+    """
+    layout = Layout(global_batch_size, num_logical_shards, host, num_hosts)
+    stream = FromDatasetStream(data) if isinstance(data, Dataset) else as_stream(data, "elastic")
+    return host_stream(stream, layout)
+
+
+def host_stream(stream: Stream[Any], layout: Layout) -> Stream[Any]:
+    """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's `mp_prefetch`."""
+    shards = tuple(logical_shard(stream, s, layout.num_logical_shards) for s in layout.shards)
+    batches = ElasticStream(shards, layout)
+    prefetch = prefetch_of(stream)
+    if prefetch is None:
+        return batches
+    return dataclasses.replace(prefetch, parent=batches)
+
+
+def with_workers(stream: Stream[Any], num_workers: int, **options: Any) -> Stream[Any]:
+    """`stream` under one `mp_prefetch` of `num_workers`, replacing the one it has (if any)."""
+    if isinstance(stream, PrefetchedStream):
+        stream = stream.parent
+    return PrefetchedStream(stream, num_workers, **options)

@@ -1,0 +1,298 @@
+"""Grain's `ElasticIterator`: global batches that survive a change in the number of hosts.
+
+Two modes, chosen by what is passed:
+
+- a MapDataset, without `num_logical_shards`: Grain's own behaviour and state
+  (`{"global_next_index": n}`): host `h` of `H` reads every `H`-th position from
+  the global position reached, batched by `global_batch_size // H`;
+- an IterDataset, or `num_logical_shards=`: grainfn's logical shards
+  (`grainfn._src.elastic`), for any pipeline (filter, mix, packing,
+  `mp_prefetch`); the rows of host `h` are its contiguous slice of each global
+  batch, and the global batches are the same for every host count that
+  divides `num_logical_shards`.
+
+Either iterator restores, through `grainfn.checkpoint.CheckpointRestore`, from
+a checkpoint written by any number of processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from grainfn._src.core import validate
+from grainfn._src.core.dataset import upstream_holes
+from grainfn._src.core.filter_check import with_options_applied
+from grainfn._src.core.instrument import instrumented
+from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.stream import Stream
+from grainfn._src.elastic import states
+from grainfn._src.elastic.layout import Layout
+from grainfn._src.elastic.stream import host_stream, with_workers
+from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
+from grainfn._src.facade.iterator import CheckpointableIterator
+from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
+from grainfn._src.loader.sharding import ShardOptions
+
+_GLOBAL_NEXT_INDEX = "global_next_index"
+
+
+class ElasticIterator(IterDataset[Any]):
+    """Batches of `global_batch_size` rows split over hosts, resumable on another host count.
+
+    Args:
+        ds: An unbatched MapDataset (Grain's mode) or IterDataset (logical shards).
+        global_batch_size: Rows in one global batch, over all hosts.
+        shard_options: This host's `shard_index` of `shard_count` hosts.
+        read_options: How the MapDatasets are read (threads); never changes the data.
+        multiprocessing_options: Worker processes for this host (one pool for
+            all its logical shards); never changes the data.
+        num_logical_shards: How many independent streams the pipeline is cut
+            into (logical-shard mode). The host count must divide it, and
+            `global_batch_size` must be a multiple of it. None: taken from the
+            restored state, else `shard_options.shard_count`.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(12).to_iter_dataset().filter(lambda x: x % 3)
+        >>> it = ElasticIterator(ds, 4, grain.ShardOptions(0, 1), num_logical_shards=2)
+        >>> [b.tolist() for b in it]
+        [[2, 4, 1, 5], [8, 10, 7, 11]]
+    """
+
+    def __init__(
+        self,
+        ds: MapDataset[Any] | IterDataset[Any],
+        global_batch_size: int,
+        shard_options: ShardOptions,
+        *,
+        read_options: ReadOptions | None = None,
+        multiprocessing_options: MultiprocessingOptions | None = None,
+        num_logical_shards: int | None = None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(shard_options, ShardOptions):
+            raise TypeError(f"shard_options must be a grainfn.ShardOptions, got {shard_options!r}.")
+        if isinstance(ds, MapDataset) and num_logical_shards is None:
+            self._default: Any = _GrainElasticIterator(
+                ds, global_batch_size, shard_options, read_options, multiprocessing_options
+            )
+            return
+        if isinstance(ds, MapDataset):
+            ds = ds.to_iter_dataset(read_options)
+        elif not isinstance(ds, IterDataset):
+            raise TypeError(
+                f"ElasticIterator takes a MapDataset or an IterDataset, got {type(ds).__name__}."
+            )
+        self._default = ElasticDatasetIterator(
+            iter_core(ds, "ElasticIterator"),
+            global_batch_size,
+            shard_options,
+            multiprocessing_options,
+            num_logical_shards,
+        )
+
+    def __iter__(self) -> Any:
+        return self._default
+
+    def __next__(self) -> Any:
+        return next(self._default)
+
+    def get_state(self) -> dict[str, Any]:
+        """The position after the last batch returned (see the iterator's `get_state`)."""
+        return self._default.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continues from a state this host or any other host count saved."""
+        self._default.set_state(state)
+
+    def set_state_from_files(self, saved: Sequence[Any]) -> None:
+        """Continues from the state files of every process that saved (Orbax restores so)."""
+        self._default.set_state_from_files(saved)
+
+    def close(self) -> None:
+        """Stops the threads and worker processes of the iterator."""
+        self._default.close()
+
+    def __repr__(self) -> str:
+        return f"ElasticIterator({self._default!r})"
+
+
+class ElasticDatasetIterator(CheckpointableIterator[Any]):
+    """This host's rows of each global batch, cut from logical shards of a stream pipeline.
+
+    `get_state()` holds the states of this host's logical shards; a restart
+    with another host count gathers them from every process's file
+    (`set_state_from_files`, which `CheckpointRestore` calls).
+    """
+
+    def __init__(
+        self,
+        stream: Stream[Any],
+        global_batch_size: int,
+        shard_options: ShardOptions,
+        multiprocessing_options: MultiprocessingOptions | None,
+        num_logical_shards: int | None,
+    ) -> None:
+        self._stream = with_options_applied(stream)  # the filter check, as any Grain iterator
+        self._workers = multiprocessing_options
+        self._requested = num_logical_shards
+        self._shard_options = shard_options
+        self._global_batch_size = global_batch_size
+        count = shard_options.shard_count if num_logical_shards is None else num_logical_shards
+        self._build(count)  # checks the layout now, so a bad one is refused at construction
+
+    def _build(self, num_logical_shards: int) -> None:
+        options = self._shard_options
+        layout = Layout(
+            self._global_batch_size, num_logical_shards, options.shard_index, options.shard_count
+        )
+        host = host_stream(self._stream, layout)
+        if self._workers is not None:
+            host = with_workers(
+                host,
+                self._workers.num_workers,
+                buffer_per_worker=self._workers.per_worker_buffer_size,
+            )
+        self._codec = states.ElasticCodec(host)
+        self._host = instrumented(host)  # timing and the pipeline graph: the same states
+        self._core = StreamIterator(self._host)
+
+    @property
+    def layout(self) -> Layout:
+        """The logical shards, global batch, and this host's part."""
+        return self._codec.layout
+
+    def __next__(self) -> Any:
+        return self._core.next_element()
+
+    def get_state(self) -> dict[str, Any]:
+        """The states of this host's logical shards after the last batch returned."""
+        return self._codec.encode(self._core.state)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continues from an elastic state holding (at least) this host's logical shards.
+
+        With `num_logical_shards=None`, the number saved in the state is taken.
+
+        Raises:
+            ValueError: if the state was saved with another global batch size
+                or number of logical shards, or lacks one of this host's shards.
+        """
+        states.check_form(state, "The state")
+        saved = state["num_logical_shards"]
+        if self._requested is None and saved != self.layout.num_logical_shards:
+            self._core.close()
+            self._build(saved)
+        record = self._codec.decode(state)
+        self._core.close()
+        self._core = StreamIterator(self._host, record)
+
+    def set_state_from_files(self, saved: Sequence[Any]) -> None:
+        """Continues from the `StateFile`s of every process that saved, any process count."""
+        self.set_state(states.merge([(f.path, f.data) for f in saved]))
+
+    def start_prefetch(self) -> None:
+        """Starts the background reads now."""
+        self._core.start_prefetch()
+
+    def close(self) -> None:
+        """Stops the threads and worker processes; `next` then raises ValueError."""
+        self._core.close()
+
+    def __repr__(self) -> str:
+        layout = self.layout
+        return (
+            f"ElasticDatasetIterator(logical shards {list(layout.shards)} of "
+            f"{layout.num_logical_shards}, rows {layout.rows.start}:{layout.rows.stop} of "
+            f"{layout.global_batch_size})"
+        )
+
+
+class _GrainElasticIterator(CheckpointableIterator[Any]):
+    """Grain's elastic MapDataset iterator: every `shard_count`-th position from the global one."""
+
+    def __init__(
+        self,
+        ds: MapDataset[Any],
+        global_batch_size: int,
+        shard_options: ShardOptions,
+        read_options: ReadOptions | None,
+        workers: MultiprocessingOptions | None,
+    ) -> None:
+        if (found := upstream_holes(map_core(ds, "ElasticIterator"))) is not None:
+            raise ValueError(
+                "ElasticIterator does not support `filter` over a MapDataset "
+                f"({found.describe_stage()} leaves holes), as in Grain. Pass "
+                "ds.to_iter_dataset() with num_logical_shards= to filter elastically."
+            )
+        size = validate.check_positive_int(global_batch_size, "global_batch_size")
+        if size % shard_options.shard_count:
+            raise ValueError(
+                f"Global batch size {size} is not divisible by shard count "
+                f"{shard_options.shard_count}: each host reads an equal part of every batch."
+            )
+        self._ds, self._shard_options = ds, shard_options
+        self._global_batch_size = global_batch_size
+        self._read_options, self._workers = read_options, workers
+        self._next_index = 0
+        self._iterator: Any = None
+
+    def _open(self) -> Any:
+        options = self._shard_options
+        start = self._next_index + options.shard_index
+        host_batch = self._global_batch_size // options.shard_count
+        ds = self._ds[start :: options.shard_count].batch(host_batch, drop_remainder=True)
+        it = ds.to_iter_dataset(self._read_options)
+        if self._workers is not None:
+            it = it.mp_prefetch(self._workers)
+        return iter(it)
+
+    def __next__(self) -> Any:
+        if self._iterator is None:
+            self._iterator = self._open()
+        batch = next(self._iterator)
+        self._next_index += self._global_batch_size
+        return batch
+
+    def get_state(self) -> dict[str, Any]:
+        """`{"global_next_index": n}`: the same on every host, as in Grain."""
+        return {_GLOBAL_NEXT_INDEX: self._next_index}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continues at the state's global position (any host count)."""
+        if not isinstance(state, dict) or _GLOBAL_NEXT_INDEX not in state:
+            raise ValueError(
+                f"An ElasticIterator over a MapDataset takes a state {{{_GLOBAL_NEXT_INDEX!r}: n}}"
+                f", got {state!r}."
+            )
+        index = state[_GLOBAL_NEXT_INDEX]
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"{_GLOBAL_NEXT_INDEX} must be an integer >= 0, got {index!r}.")
+        self.close()
+        self._next_index = index
+
+    def set_state_from_files(self, saved: Sequence[Any]) -> None:
+        """Continues from the process files of a save by any number of hosts (all alike)."""
+        first = saved[0]
+        for other in saved[1:]:
+            if other.data != first.data:
+                raise ValueError(
+                    f"State files {first.path} and {other.path} differ ({first.data} and "
+                    f"{other.data}): every host of an elastic MapDataset iterator saves the same "
+                    "state, so they are not one checkpoint."
+                )
+        self.set_state(first.data)
+
+    def close(self) -> None:
+        """Stops the current reader's threads and worker processes."""
+        if self._iterator is not None:
+            self._iterator.close()
+            self._iterator = None
+
+    def __repr__(self) -> str:
+        options = self._shard_options
+        return (
+            f"global_next_index={self._next_index}, host {options.shard_index} of "
+            f"{options.shard_count}, global_batch_size={self._global_batch_size}"
+        )

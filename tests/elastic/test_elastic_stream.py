@@ -1,0 +1,249 @@
+"""elastic_batches: the global batches depend on the logical shards alone, never on the hosts.
+
+The reference is the definition itself: global batch `b` stacks elements
+`[b * r, (b + 1) * r)` of logical shard 0, then of shard 1, ..., each shard
+being `logical_shard(stream, s, L)` read on its own. Every host count that
+divides L must give those batches (the hosts' rows stacked in host order),
+and a state saved by one host count must continue under another.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import event, given, note, reject
+from hypothesis import strategies as st
+
+import grainfn.testing
+from grainfn import fn
+from grainfn._src.core.dataset import upstream_holes
+from grainfn._src.elastic import states
+from grainfn._src.elastic.layout import Layout, valid_host_counts
+from grainfn._src.elastic.rows import whole_dataset
+from grainfn._src.elastic.shards import logical_shard
+from grainfn._src.elastic.stream import ElasticStream, elastic_batches, host_stream
+from grainfn._src.parallel.prefetch import PrefetchedStream
+
+MAX_BATCHES = 40
+
+
+def digest(one: list[Any]) -> int:
+    """A fixed-size stand-in for any element (None, arrays of any shape), so batches stack."""
+    return zlib.crc32(repr(one[0]).encode())
+
+
+def digested(stream: fn.Stream) -> fn.Stream:
+    """`stream` with each element (None too, which `map` passes over) as its digest."""
+    return fn.batch(1, stream, batch_fn=digest)
+
+
+def reference_batches(stream: fn.Stream, layout: Layout) -> list[np.ndarray]:
+    """The global batches by definition: `r` elements of each logical shard in turn."""
+    r = layout.rows_per_shard
+    try:
+        shards = [  # up to what MAX_BATCHES need: a shard of an infinite dataset never ends
+            list(
+                itertools.islice(
+                    fn.iterate(logical_shard(stream, s, layout.num_logical_shards)), r * MAX_BATCHES
+                )
+            )
+            for s in range(layout.num_logical_shards)
+        ]
+    except (ValueError, TypeError):
+        reject()  # the pipeline itself fails (a ragged batch inside it), with or without shards
+    count = min(len(elements) // r for elements in shards)
+    return [
+        np.stack([e for shard in shards for e in shard[b * r : (b + 1) * r]])
+        for b in range(min(count, MAX_BATCHES))
+    ]
+
+
+def host_streams(stream: fn.Stream, layout: Layout, hosts: int) -> list[fn.Stream]:
+    return [host_stream(stream, layout.for_host(h, hosts)) for h in range(hosts)]
+
+
+def global_batches(streams: list[fn.Stream], states: list[Any] | None = None) -> list[np.ndarray]:
+    """The hosts' rows stacked in host order, step by step, until one host ends."""
+    iterators = [fn.iterate(s, state) for s, state in zip(streams, states or [None] * len(streams))]
+    batches = []
+    for _ in range(MAX_BATCHES):
+        parts = [next(it, None) for it in iterators]
+        if any(part is None for part in parts):
+            return batches
+        batches.append(np.concatenate(parts))
+    return batches
+
+
+def assert_same_batches(got: list[np.ndarray], expected: list[np.ndarray]) -> None:
+    assert len(got) == len(expected)
+    for step, (a, b) in enumerate(zip(got, expected)):
+        np.testing.assert_array_equal(a, b, err_msg=f"global batch {step}")
+
+
+def run_and_save(hosts: list[fn.Stream], steps: int) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """`steps` global batches of the hosts, and their saved states merged (as on a restore)."""
+    iterators = [fn.iterate(s) for s in hosts]
+    taken = [np.concatenate([next(it) for it in iterators]) for _ in range(steps)]
+    saved = [
+        (f"process_{h}-of-{len(hosts)}.json", states.ElasticCodec(s).encode(it.state))
+        for h, (s, it) in enumerate(zip(hosts, iterators))
+    ]
+    return taken, states.merge(saved)
+
+
+layouts = st.sampled_from([1, 2, 3, 4, 6]).flatmap(
+    lambda shards: st.tuples(
+        st.integers(1, 3).map(lambda rows: rows * shards),
+        st.just(shards),
+        st.sampled_from(valid_host_counts(shards)),
+    )
+)
+
+
+@given(grainfn.testing.streams(), layouts)
+def test_every_host_count_gives_the_global_batches_of_the_logical_shards(
+    stream: fn.Stream, layout_args: tuple[int, int, int]
+) -> None:
+    size, shards, hosts = layout_args
+    stream = digested(stream)
+    layout = Layout(size, shards)
+    note(f"{layout}, {hosts} hosts\n{stream!r}")
+    expected = reference_batches(stream, layout)
+    assert_same_batches(global_batches(host_streams(stream, layout, hosts)), expected)
+
+
+@given(grainfn.testing.streams(), layouts, layouts, st.integers(0, 6))
+def test_a_state_saved_by_some_hosts_continues_on_any_other_count(
+    stream: fn.Stream, before: tuple[int, int, int], after: tuple[int, int, int], steps: int
+) -> None:
+    size, shards, hosts = before
+    resumed_hosts = after[2] if shards % after[2] == 0 else 1
+    stream = digested(stream)
+    layout = Layout(size, shards)
+    note(f"{layout}: {hosts} hosts, then {resumed_hosts}\n{stream!r}")
+    expected = reference_batches(stream, layout)
+    first = host_streams(stream, layout, hosts)
+    taken, merged = run_and_save(first, min(steps, len(expected)))
+    second = host_streams(stream, layout, resumed_hosts)
+    restored = [states.ElasticCodec(s).decode(merged) for s in second]
+    assert_same_batches((taken + global_batches(second, restored))[:MAX_BATCHES], expected)
+
+
+@given(grainfn.testing.datasets(), layouts, st.integers(0, 4))
+def test_a_map_level_pipeline_read_as_one_dataset_gives_the_same_batches_and_states(
+    ds: fn.Dataset, layout_args: tuple[int, int, int], steps: int
+) -> None:
+    size, shards, hosts = layout_args
+    stream = fn.from_dataset(ds)
+    layout = Layout(size, shards)
+    note(f"{layout}, {hosts} hosts\n{stream!r}")
+    expected = reference_batches(stream, layout)
+    first = host_streams(stream, layout, hosts)
+    event(f"read as one dataset: {whole_dataset(first[0].components, first[0].layout) is not None}")
+    taken, merged = run_and_save(first, min(steps, len(expected)))
+    if upstream_holes(ds) is None:  # read as one dataset: the shards' own positions follow
+        for shard, state in merged["shards"].items():
+            rows = len(taken) * layout.rows_per_shard
+            assert state["state"] == {"kind": "DatasetPosition", "position": rows}, shard
+    one = host_stream(stream, layout)
+    resumed = global_batches([one], [states.ElasticCodec(one).decode(merged)])
+    assert_same_batches((taken + resumed)[:MAX_BATCHES], expected)
+
+
+def test_the_logical_shards_read_each_leaf_position_once() -> None:
+    stream = fn.from_dataset(fn.shuffle(fn.range(103), seed=5))
+    read = [x for s in range(4) for x in fn.iterate(logical_shard(stream, s, 4))]
+    assert sorted(read) == list(range(103))
+
+
+def test_a_mix_of_named_streams_is_cut_in_every_component() -> None:
+    a = fn.from_dataset(fn.range(40))
+    b = fn.from_dataset(fn.range(100, 140))
+    mixed = fn.mix({"a": a, "b": b}, {"a": 1, "b": 1})
+    shard = list(fn.iterate(logical_shard(mixed, 1, 4)))
+    assert shard[:6] == [1, 101, 5, 105, 9, 109]
+
+
+def test_workers_run_once_per_host_and_change_nothing() -> None:
+    base = fn.filter(lambda x: x % 5 != 0, fn.from_dataset(fn.shuffle(fn.range(600), seed=2)))
+    layout = Layout(12, 6, host=1, num_hosts=2)
+    with_workers = host_stream(fn.mp_prefetch(2, base), layout)
+    assert isinstance(with_workers, PrefetchedStream)
+    assert isinstance(with_workers.parent, ElasticStream)
+    assert not any(isinstance(s, PrefetchedStream) for s in with_workers.parent.components)
+    got = [b.tolist() for b in fn.iterate(with_workers)]
+    assert got == [b.tolist() for b in fn.iterate(host_stream(base, layout))]
+    shard_sizes = [len(list(fn.iterate(logical_shard(base, s, 6)))) for s in layout.shards]
+    assert len(got) == min(shard_sizes) // 2  # until the first of its shards is short
+
+
+def test_the_host_stream_ends_before_a_global_batch_it_cannot_fill() -> None:
+    stream = elastic_batches(4, fn.range(10), num_logical_shards=2)
+    iterator = fn.iterate(stream)
+    assert [b.tolist() for b in iterator] == [[0, 2, 1, 3], [4, 6, 5, 7]]
+    assert iterator.state.stopped
+    assert next(fn.iterate(stream, iterator.state), None) is None
+
+
+def test_a_state_says_the_step_and_the_state_of_each_shard() -> None:
+    stream = elastic_batches(4, fn.range(16), num_logical_shards=2, host=1, num_hosts=2)
+    iterator = fn.iterate(stream)
+    next(iterator)
+    saved = states.ElasticCodec(stream).encode(iterator.state)
+    assert saved["step"] == 1 and saved["num_logical_shards"] == 2
+    assert list(saved["shards"]) == ["1"]
+    assert saved["shards"]["1"]["state"] == {"kind": "DatasetPosition", "position": 2}
+    assert fn.state_to_dict(stream, iterator.state)["state"]["kind"] == "ElasticState"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((8, 6, 0, 4), "6 logical shards allow 1, 2, 3 or 6 hosts"),
+        ((9, 6, 0, 3), "global_batch_size 9 is not a multiple of num_logical_shards 6"),
+        ((8, 4, 2, 2), r"host \(shard_index\) must be in \[0, 2\)"),
+        ((8, 0, 0, 1), "num_logical_shards must be a positive integer"),
+    ],
+)
+def test_a_layout_that_cannot_be_is_refused(args: tuple[int, ...], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Layout(*args)
+
+
+def test_a_stage_without_positions_to_slice_is_refused() -> None:
+    datasets = fn.source([fn.range(3), fn.range(4)])
+    interleaved = fn.interleave(2, datasets)
+    with pytest.raises(ValueError, match="cannot be cut from 'interleave"):
+        logical_shard(interleaved, 0, 2)
+
+
+def test_merging_refuses_a_shard_saved_twice_and_files_of_two_steps() -> None:
+    stream = elastic_batches(4, fn.range(16), num_logical_shards=2)
+    saved = states.ElasticCodec(stream).encode(stream.init())
+    with pytest.raises(ValueError, match="Logical shard 0 is in two state files, a and b"):
+        states.merge([("a", saved), ("b", saved)])
+    later = dict(saved, step=3, shards={})
+    with pytest.raises(ValueError, match="disagree on step"):
+        states.merge([("a", saved), ("b", later)])
+    with pytest.raises(ValueError, match="is not the state of an elastic iterator"):
+        states.merge([("a", {"global_next_index": 3})])
+    with pytest.raises(ValueError, match="elastic state version 7"):
+        states.merge([("a", dict(saved, elastic=7))])
+
+
+def test_decoding_refuses_another_layout_and_a_missing_shard() -> None:
+    stream = elastic_batches(4, fn.range(16), num_logical_shards=2)
+    codec = states.ElasticCodec(stream)
+    saved = codec.encode(stream.init())
+    other = states.ElasticCodec(elastic_batches(8, fn.range(16), num_logical_shards=2))
+    with pytest.raises(ValueError, match="saved with global_batch_size=4"):
+        other.decode(saved)
+    with pytest.raises(ValueError, match="holds logical shards 0, but this host runs 0, 1: 1"):
+        codec.decode(dict(saved, shards={"0": saved["shards"]["0"]}))
+    elsewhere = states.ElasticCodec(elastic_batches(4, fn.range(17), num_logical_shards=2))
+    with pytest.raises(ValueError, match="Logical shard 0: State belongs to another pipeline"):
+        elsewhere.decode(saved)
