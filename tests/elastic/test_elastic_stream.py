@@ -247,3 +247,15 @@ def test_decoding_refuses_another_layout_and_a_missing_shard() -> None:
     elsewhere = states.ElasticCodec(elastic_batches(4, fn.range(17), num_logical_shards=2))
     with pytest.raises(ValueError, match="Logical shard 0: State belongs to another pipeline"):
         elsewhere.decode(saved)
+
+
+def test_a_stream_random_map_draws_differently_in_every_shard() -> None:
+    def draw(x: int, rng: np.random.Generator) -> float:
+        return float(rng.random())
+
+    stream = fn.random_map(draw, fn.from_dataset(fn.range(40)), seed=3)
+    whole = list(fn.iterate(stream))
+    shards = [list(fn.iterate(logical_shard(stream, s, 4))) for s in range(4)]
+    # Element k of shard s takes the draws of index s + 4k: together, those of the whole.
+    assert sorted(x for shard in shards for x in shard) == sorted(whole)
+    assert shards[1][2] == whole[1 + 4 * 2]

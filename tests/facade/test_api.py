@@ -300,3 +300,9 @@ def test_pipe_passes_the_dataset_first() -> None:
 
     assert list(grain.MapDataset.range(3).pipe(add, amount=5)) == [5, 6, 7]
     assert list(grain.MapDataset.range(3).to_iter_dataset().pipe(add, 1)) == [1, 2, 3]
+
+
+def test_mp_prefetch_takes_sequential_slice_and_its_output_stays_that_of_no_workers() -> None:
+    ds = grain.MapDataset.range(30).seed(1).shuffle().to_iter_dataset().filter(lambda x: x % 4)
+    options = grain.MultiprocessingOptions(num_workers=2)
+    assert list(ds.mp_prefetch(options, sequential_slice=True)) == list(ds)

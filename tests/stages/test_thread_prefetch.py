@@ -98,3 +98,15 @@ def test_thread_prefetch_iter_dataset_matches_grain() -> None:
 
     ours = [b.tolist() for b in build(grainfn)]
     assert ours == [b.tolist() for b in build(grain)]
+
+
+def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
+    it = fn.iterate(fn.thread_prefetch(2, fn.from_dataset(fn.range(1000))))
+    next(it)
+    assert len(prefetch_threads()) == 1
+    del it
+    for _ in range(50):  # the reader sees the stop flag within a poll
+        if not prefetch_threads():
+            break
+        time.sleep(0.05)
+    assert not prefetch_threads()

@@ -4,7 +4,9 @@ The map-level leaves of a stream (the datasets under each `from_dataset`) are
 what a logical shard slices: shard `s` of `n` reads positions `s, s + n, ...`
 of each leaf, and every stream stage above runs unchanged on what it reads.
 So a shard is an ordinary, independent stream with its own small state, and
-the shards together read each leaf position exactly once.
+the shards together read each leaf position exactly once. A stream-level
+`random_map` in shard `i` of `k` draws for indices `i, i + k, ...`, so no two
+shards repeat each other's draws.
 
 `mp_prefetch` stages inside the pipeline are taken out of the shards
 (`prefetch_of` finds them): a host runs one worker pool for all its shards.
@@ -13,17 +15,22 @@ the shards together read each leaf position exactly once.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import Stream
+from grainfn._src.index import slicing
 from grainfn._src.parallel.prefetch import PrefetchedStream
+from grainfn._src.stages.map import RandomMappedStream
 from grainfn._src.stages.slice import slice as slice_dataset
 
 
-def logical_shard(stream: Stream[Any], shard: int, num_shards: int) -> Stream[Any]:
+def logical_shard(
+    stream: Stream[Any], shard: int, num_shards: int, *, sequential: bool = False
+) -> Stream[Any]:
     """`stream` over positions `shard, shard + num_shards, ...` of each of its leaf datasets.
 
     Args:
@@ -31,6 +38,9 @@ def logical_shard(stream: Stream[Any], shard: int, num_shards: int) -> Stream[An
             `to_iter_dataset()` in the Grain API).
         shard: Which logical shard, in `[0, num_shards)`.
         num_shards: How many logical shards the leaves are cut into.
+        sequential: Cut the sources instead (the datasets with no parents, below
+            every map-level stage) into `num_shards` contiguous parts, and take
+            part `shard` of each (Grain's `sequential_slice`).
 
     Raises:
         ValueError: if a stage reads data that is not a dataset (a file
@@ -42,10 +52,13 @@ def logical_shard(stream: Stream[Any], shard: int, num_shards: int) -> Stream[An
         >>> stream = fn.filter(lambda x: x % 3 != 0, fn.from_dataset(fn.range(12)))
         >>> list(fn.iterate(logical_shard(stream, 1, 4)))
         [1, 5]
+        >>> list(fn.iterate(logical_shard(stream, 1, 4, sequential=True)))
+        [4, 5]
     """
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard must be in [0, {num_shards}), got {shard}.")
-    return _sliced(stream, shard, num_shards)
+    cut = _sources_part if sequential else _strided
+    return _sliced(stream, lambda ds: cut(ds, shard, num_shards), (shard, num_shards))
 
 
 def prefetch_of(stream: Any) -> PrefetchedStream | None:
@@ -61,12 +74,34 @@ def prefetch_of(stream: Any) -> PrefetchedStream | None:
     return None
 
 
-def _sliced(stream: Any, shard: int, num_shards: int) -> Any:
+def _strided(ds: Dataset[Any], shard: int, num_shards: int) -> Dataset[Any]:
+    return slice_dataset(slice(shard, None, num_shards), ds)
+
+
+def _sources_part(ds: Dataset[Any], shard: int, num_shards: int) -> Dataset[Any]:
+    """`ds` rebuilt over part `shard` of `num_shards` contiguous parts of each of its sources."""
+    if not ds.parents:
+        part = slicing.contiguous_part(ds.length, shard, num_shards)
+        return slice_dataset(slice(part.start, part.stop), ds)
+    rebuilt = with_parents(ds, tuple(_sources_part(p, shard, num_shards) for p in ds.parents))
+    if rebuilt is None:
+        raise ValueError(
+            f"The sources below {ds.describe_stage()!r} cannot be cut: the stage does not keep "
+            "its parents in its dataclass fields."
+        )
+    return rebuilt
+
+
+def _sliced(
+    stream: Any, cut: Callable[[Dataset[Any]], Dataset[Any]], draws: tuple[int, int]
+) -> Any:
     if isinstance(stream, FromDatasetStream):
-        dataset = slice_dataset(slice(shard, None, num_shards), stream.dataset)
-        return dataclasses.replace(stream, dataset=dataset)
+        return dataclasses.replace(stream, dataset=cut(stream.dataset))
     if isinstance(stream, PrefetchedStream):
-        return _sliced(stream.parent, shard, num_shards)
+        return _sliced(stream.parent, cut, draws)
+    if isinstance(stream, RandomMappedStream):  # the shard's own draws, as Grain's workers
+        parent = _sliced(stream.parent, cut, draws)
+        return dataclasses.replace(stream, parent=parent, draws=draws)
     if stream.reads_in_parent or not stream.parents:
         raise ValueError(
             f"A logical shard cannot be cut from {stream.describe_stage()!r}: logical shards "
@@ -74,7 +109,7 @@ def _sliced(stream: Any, shard: int, num_shards: int) -> Any:
             "positions to slice. Build the pipeline over a MapDataset (to_iter_dataset()), "
             "or shard that source yourself."
         )
-    rebuilt = with_parents(stream, tuple(_sliced(p, shard, num_shards) for p in stream.parents))
+    rebuilt = with_parents(stream, tuple(_sliced(p, cut, draws) for p in stream.parents))
     if rebuilt is None:
         raise ValueError(
             f"A logical shard cannot be cut below {stream.describe_stage()!r}: the stage does "

@@ -301,24 +301,24 @@ class IterDataset(_Stages[T]):
         self,
         options: MultiprocessingOptions | None = None,
         worker_init_fn: Callable[[int, int], None] | None = None,
+        sequential_slice: bool = False,
     ) -> IterDataset[T]:
         """Computes the map-level work in worker processes, ahead of the consumer.
 
         Elements and states never depend on `options.num_workers` (a state saved
-        with N workers restores with M). Default: a worker per core, at most 10.
+        with N workers restores with M), so Grain's `sequential_slice` (how its
+        workers split the data) changes nothing. Default: a worker per core, at most 10.
         """
+        del sequential_slice  # the workers do not split the data: they read blocks in turn
         if options is None:
             options = MultiprocessingOptions(num_workers=min(10, available_cores()))
         if not isinstance(options, MultiprocessingOptions):
             raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
-        return _wrap_iter(
-            fn.mp_prefetch(
-                options.num_workers,
-                self.core,
-                buffer_per_worker=options.per_worker_buffer_size,
-                worker_init_fn=worker_init_fn,
-            )
+        buffer = options.per_worker_buffer_size
+        stream = fn.mp_prefetch(
+            options.num_workers, self.core, buffer_per_worker=buffer, worker_init_fn=worker_init_fn
         )
+        return _wrap_iter(stream)
 
     def prefetch(self, multiprocessing_options: MultiprocessingOptions) -> IterDataset[T]:
         """Deprecated alias of `mp_prefetch`."""

@@ -31,6 +31,26 @@ def slice_params(sl: slice, parent_length: int) -> tuple[int, int, int]:
     return start, step, len(range(start, stop, step))
 
 
+def contiguous_part(length: int, part: int, parts: int, drop_remainder: bool = False) -> range:
+    """The positions of part `part` of `parts` contiguous, nearly equal parts of `length`.
+
+    The first `length % parts` parts hold one position more, unless
+    `drop_remainder`, where every part holds `length // parts` and the rest is left out.
+
+    Examples:
+        >>> [contiguous_part(10, i, 3) for i in range(3)]
+        [range(0, 4), range(4, 7), range(7, 10)]
+        >>> contiguous_part(10, 2, 3, drop_remainder=True)
+        range(6, 9)
+    """
+    per_part, remainder = divmod(length, parts)
+    start, stop = per_part * part, per_part * (part + 1)
+    if not drop_remainder:
+        start += min(part, remainder)
+        stop += min(part + 1, remainder)
+    return range(start, stop)
+
+
 def slice_indices(indices: Any, start: int, step: int, length: int, parent_length: int) -> Any:
     """Maps indices of a slice to indices of its parent, epoch by epoch.
 

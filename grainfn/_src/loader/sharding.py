@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 from grainfn._src.core import validate
+from grainfn._src.index import slicing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,13 +96,10 @@ def even_split(num_records: int, options: ShardOptions) -> tuple[int, int]:
         >>> [even_split(10, ShardOptions(i, 3, drop_remainder=True)) for i in range(3)]
         [(0, 3), (3, 6), (6, 9)]
     """
-    per_shard, remainder = divmod(num_records, options.shard_count)
-    index = options.shard_index
-    start, stop = per_shard * index, per_shard * (index + 1)
-    if not options.drop_remainder:
-        start += min(index, remainder)
-        stop += min(index + 1, remainder)
-    return start, stop
+    part = slicing.contiguous_part(
+        num_records, options.shard_index, options.shard_count, options.drop_remainder
+    )
+    return part.start, part.stop
 
 
 def check_shard_options(options: Any, what: str = "shard_options") -> ShardOptions:

@@ -185,6 +185,10 @@ class RandomMappedStream(CountingStream):
 
     fn: Callable[[Any, np.random.Generator], Any]
     seed: int
+    draws: tuple[int, int] = (0, 1)
+    """`(first, step)`: element `n` takes the draws of index `first + n * step`. Logical
+    shard `i` of `k` takes `(i, k)`, so shards never repeat each other's draws (Grain's
+    rule for the workers of a multi-threaded prefetch)."""
     rngs: ElementRng = dataclasses.field(init=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -192,15 +196,19 @@ class RandomMappedStream(CountingStream):
 
     def open(self, state: CountState) -> Cursor:
         fn, at = self.fn, self.rngs.at
+        first, step = self.draws
+        if (first, step) == (0, 1):
+            apply = lambda i, e: fn(e, at(i))  # noqa: E731 (the common case, kept cheapest)
+        else:
+            apply = lambda i, e: fn(e, at(first + i * step))  # noqa: E731
         return _CountCursor(
-            self.parent.open(state.parent),
-            state.seen,
-            lambda i, e: fn(e, at(i)),
-            self.describe_stage(),
+            self.parent.open(state.parent), state.seen, apply, self.describe_stage()
         )
 
     def describe_stage(self) -> str:
-        return f"random_map({function_name(self.fn)}, seed={self.seed})"
+        first, step = self.draws
+        shard = "" if (first, step) == (0, 1) else f", draws={first}::{step}"
+        return f"random_map({function_name(self.fn)}, seed={self.seed}{shard})"
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
+import weakref
 from typing import Any
 
 import toolz
@@ -53,37 +54,14 @@ class _ThreadPrefetchCursor(BaseCursor):
 
     def start_prefetch(self) -> None:
         if self.thread is None and not self.done:
+            # The thread holds the queue and the stop flag, never this cursor: a
+            # cursor dropped without close() is freed, and its finalizer stops the thread.
+            args = (self.parent, self.last_state, self.items, self.stop)
             self.thread = threading.Thread(
-                target=self._read, name="grainfn-thread-prefetch", daemon=True
+                target=_read, args=args, name="grainfn-thread-prefetch", daemon=True
             )
             self.thread.start()
-
-    def _read(self) -> None:
-        state = self.last_state
-        cursor = self.parent.open(state)
-        try:
-            cursor.start_prefetch()
-            while not self.stop.is_set():
-                try:
-                    element = cursor.next()
-                except StopIteration:
-                    self._put((_ENDED, None, cursor.state()))
-                    return
-                except BaseException as error:  # handed over, raised in the consumer
-                    self._put((_FAILED, error, state))  # the state before the failed read
-                    return
-                state = cursor.state()
-                self._put((element, None, state))
-        finally:
-            cursor.close()
-
-    def _put(self, item: tuple[Any, Any, Any]) -> None:
-        while not self.stop.is_set():
-            try:
-                self.items.put(item, timeout=_POLL)
-                return
-            except queue.Full:
-                continue
+            weakref.finalize(self, self.stop.set)
 
     def next(self) -> Any:
         if self.done:
@@ -127,6 +105,35 @@ class _ThreadPrefetchCursor(BaseCursor):
                 except queue.Empty:
                     pass
                 self.thread.join(timeout=_POLL)
+
+
+def _read(parent: Stream[Any], state: Any, items: queue.Queue[Any], stop: threading.Event) -> None:
+    """The reader thread: the parent's elements and states into `items` until `stop`."""
+    cursor = parent.open(state)
+    try:
+        cursor.start_prefetch()
+        while not stop.is_set():
+            try:
+                element = cursor.next()
+            except StopIteration:
+                _put(items, stop, (_ENDED, None, cursor.state()))
+                return
+            except BaseException as error:  # handed over, raised in the consumer
+                _put(items, stop, (_FAILED, error, state))  # the state before the failed read
+                return
+            state = cursor.state()
+            _put(items, stop, (element, None, state))
+    finally:
+        cursor.close()
+
+
+def _put(items: queue.Queue[Any], stop: threading.Event, item: tuple[Any, Any, Any]) -> None:
+    while not stop.is_set():
+        try:
+            items.put(item, timeout=_POLL)
+            return
+        except queue.Full:
+            continue
 
 
 @toolz.curry
