@@ -8,6 +8,7 @@ number of threads, and must be Grain's for every count.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import Any
 
@@ -31,7 +32,8 @@ def read(module: Any, spec: tuple[Any, ...], threads: int, sequential: bool) -> 
     try:
         ds = build_grain_stream(spec, module)
         ds = module.experimental.multithread_prefetch(ds, threads, 3, sequential_slice=sequential)
-        return list(itertools.islice(iter(ds), MAX_ELEMENTS))
+        with contextlib.closing(iter(ds)) as it:
+            return list(itertools.islice(it, MAX_ELEMENTS))
     except (ValueError, TypeError) as error:
         return type(error)
 
@@ -97,6 +99,7 @@ def test_a_thread_prefetch_iterator_goes_on_where_its_parent_stood() -> None:
         head = [next(parent) for _ in range(5)]
         ahead = module.experimental.ThreadPrefetchDatasetIterator(parent, 4)
         rest = [next(ahead) for _ in range(10)]
+        ahead.close()
         outputs.append((head, rest))
     assert outputs[0] == outputs[1]
 
@@ -115,6 +118,7 @@ def test_a_thread_prefetch_iterator_keeps_its_parents_states() -> None:
     again.set_state(state)
     assert list(again) == rest
     ahead.close()
+    again.close()
 
 
 def test_only_grainfn_iterators_can_be_read_ahead() -> None:

@@ -56,10 +56,13 @@ def reference_batches(stream: fn.Stream, layout: Layout) -> list[np.ndarray]:
     except (ValueError, TypeError):
         reject()  # the pipeline itself fails (a ragged batch inside it), with or without shards
     count = min(len(elements) // r for elements in shards)
-    return [
-        np.stack([e for shard in shards for e in shard[b * r : (b + 1) * r]])
-        for b in range(min(count, MAX_BATCHES))
-    ]
+    try:
+        return [
+            np.stack([e for shard in shards for e in shard[b * r : (b + 1) * r]])
+            for b in range(min(count, MAX_BATCHES))
+        ]
+    except ValueError:
+        reject()  # elements of different shapes (batches of a short last batch) do not stack
 
 
 def host_streams(stream: fn.Stream, layout: Layout, hosts: int) -> list[fn.Stream]:

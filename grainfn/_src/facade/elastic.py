@@ -44,7 +44,8 @@ class ElasticIterator(IterDataset[Any]):
         ds: An unbatched MapDataset (Grain's mode) or IterDataset (logical shards).
         global_batch_size: Rows in one global batch, over all hosts.
         shard_options: This host's `shard_index` of `shard_count` hosts.
-        read_options: How the MapDatasets are read (threads); never changes the data.
+        read_options: How a MapDataset `ds` is read (threads); never changes the
+            data. An IterDataset keeps the ReadOptions of its `to_iter_dataset`.
         multiprocessing_options: Worker processes for this host (one pool for
             all its logical shards); never changes the data.
         num_logical_shards: How many independent streams the pipeline is cut
