@@ -31,9 +31,12 @@ from grainfn._src.facade.options_dataset import ExecutionTrackingMode as Executi
 from grainfn._src.facade.options_dataset import WithOptionsIterDataset as WithOptionsIterDataset
 from grainfn._src.facade.packing import BestFitPackIterDataset as BestFitPackIterDataset
 from grainfn._src.facade.packing import FirstFitPackIterDataset as FirstFitPackIterDataset
+from grainfn._src.facade.performance import PerformanceConfig as PerformanceConfig
+from grainfn._src.facade.performance import pick_performance_config as pick_performance_config
 from grainfn._src.facade.threads import (
     ThreadPrefetchDatasetIterator as ThreadPrefetchDatasetIterator,
 )
+from grainfn._src.facade.threads import device_put as device_put
 from grainfn._src.facade.threads import multithread_prefetch as multithread_prefetch
 from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStruct
 from grainfn._src.inspect.element_spec import ShapeDtypeStructProtocol as ShapeDtypeStructProtocol

@@ -9,7 +9,7 @@ Both are built from the core's `thread_prefetch`, `logical_shard` and
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from grainfn import fn
 from grainfn._src.core import validate
@@ -17,6 +17,7 @@ from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state import StateCodec
+from grainfn._src.device.put import put_on_device
 from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.facade.datasets import IterDataset, iter_core
 from grainfn._src.facade.iterator import DatasetIterator
@@ -89,3 +90,24 @@ def multithread_prefetch(
         for i in range(threads)
     ]
     return ds._rewrap(fn.interleave(threads, shards))
+
+
+def device_put(
+    ds: IterDataset[T], device: Any, *, cpu_buffer_size: int = 4, device_buffer_size: int = 2
+) -> IterDataset[T]:
+    """`ds` moved to `device` (as `jax.device_put` takes it), read ahead on both sides.
+
+    A thread reads `cpu_buffer_size` elements ahead on the host; another puts
+    them on the device, `device_buffer_size` ahead. The states are `ds`'s own.
+
+    Examples:
+        >>> import jax
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(3).to_iter_dataset()
+        >>> [int(x) for x in device_put(ds, jax.devices()[0])]
+        [0, 1, 2]
+    """
+    cpu = validate.check_nonnegative_int(cpu_buffer_size, "cpu_buffer_size")
+    on_device = validate.check_nonnegative_int(device_buffer_size, "device_buffer_size")
+    stream = fn.thread_prefetch(cpu, iter_core(ds, "device_put"))
+    return ds._rewrap(fn.thread_prefetch(on_device, put_on_device(device, stream)))
