@@ -11,6 +11,7 @@ from grainfn._src.facade.concat_then_split import (
     ConcatThenSplitIterDataset as ConcatThenSplitIterDataset,
 )
 from grainfn._src.facade.elastic import ElasticIterator as ElasticIterator
+from grainfn._src.facade.experimental import CacheIterDataset as CacheIterDataset
 from grainfn._src.facade.experimental import FlatMapIterDataset as FlatMapIterDataset
 from grainfn._src.facade.experimental import FlatMapMapDataset as FlatMapMapDataset
 from grainfn._src.facade.experimental import LimitIterDataset as LimitIterDataset

@@ -35,6 +35,7 @@ from grainfn._src.lazy import lazy_attributes
 from grainfn._src.parallel.prefetch import mp_prefetch as mp_prefetch
 from grainfn._src.stages.batch import batch as batch
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
+from grainfn._src.stages.cache import cache as cache
 from grainfn._src.stages.filter import filter as filter
 from grainfn._src.stages.flat_map import SplitState as SplitState
 from grainfn._src.stages.flat_map import flat_map as flat_map

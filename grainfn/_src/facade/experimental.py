@@ -53,6 +53,23 @@ class ThreadPrefetchIterDataset(IterDataset[T]):
         self._core = fn.thread_prefetch(prefetch_buffer_size, stream)
 
 
+class CacheIterDataset(IterDataset[T]):
+    """`parent`'s elements kept in memory once read, so a repeat or a restore reads them again.
+
+    The elements and states are `parent`'s own (`fn.cache`).
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = CacheIterDataset(grain.MapDataset.range(3).to_iter_dataset())
+        >>> list(RepeatIterDataset(ds, num_epochs=2))
+        [0, 1, 2, 0, 1, 2]
+    """
+
+    def __init__(self, parent: IterDataset[T]) -> None:
+        super().__init__(parent)
+        self._core = fn.cache(iter_core(parent, "CacheIterDataset"))
+
+
 class RepeatIterDataset(IterDataset[T]):
     """`parent` again from its start, `num_epochs` times or forever (None).
 
