@@ -16,6 +16,7 @@ from grainfn._src.facade.experimental import FlatMapIterDataset as FlatMapIterDa
 from grainfn._src.facade.experimental import FlatMapMapDataset as FlatMapMapDataset
 from grainfn._src.facade.experimental import LimitIterDataset as LimitIterDataset
 from grainfn._src.facade.experimental import RepeatIterDataset as RepeatIterDataset
+from grainfn._src.facade.experimental import RngPool as RngPool
 from grainfn._src.facade.experimental import (
     ThreadPrefetchIterDataset as ThreadPrefetchIterDataset,
 )

@@ -42,6 +42,7 @@ class ElementRng:
             generator = np.random.Generator(np.random.Philox(key=self._key))
             state = generator.bit_generator.state
             local.generator, local.state = generator, state
+        # `rewind`, inline: this runs once per element of every random_map.
         state["state"]["counter"] = np.array([0, 0, 0, index], dtype=np.uint64)
         state["buffer_pos"] = 4
         state["has_uint32"] = 0
@@ -53,3 +54,24 @@ class ElementRng:
 
     def __repr__(self) -> str:
         return f"ElementRng(seed={self.seed})"
+
+
+def rewind(generator: np.random.Generator, index: int, op_seed: int = 0, state: Any = None) -> None:
+    """Sets a Philox generator to the start of element `index` of the stage `op_seed`.
+
+    Its counter becomes `[0, 0, op_seed, index]`, with nothing buffered: the
+    draws then depend on its key, `op_seed` and `index` alone (Grain's rule).
+
+    Examples:
+        >>> generator = np.random.Generator(np.random.Philox(7))
+        >>> rewind(generator, 3)
+        >>> first = generator.integers(1000)
+        >>> rewind(generator, 3)
+        >>> bool(generator.integers(1000) == first)
+        True
+    """
+    state = generator.bit_generator.state
+    state["state"]["counter"] = np.array([0, 0, op_seed, index], dtype=np.uint64)
+    state["buffer_pos"] = 4
+    state["has_uint32"] = 0
+    generator.bit_generator.state = state
