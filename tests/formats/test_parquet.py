@@ -231,3 +231,21 @@ def test_import_grainfn_does_not_import_pyarrow_and_a_missing_one_says_what_to_i
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert 'pip install "grainfn[parquet]"' in result.stdout
+
+
+@pytest.mark.grain
+@pytest.mark.parametrize("part", [slice(1, None, 2), slice(0, 2), slice(None, None, -1)])
+def test_set_slice_reads_those_files_as_in_grain(many_files: list[str], part: slice) -> None:
+    import grain
+
+    theirs = grain.experimental.ParquetIterDataset(many_files)
+    theirs.set_slice(part)
+    ours = ParquetIterDataset(many_files)
+    ours.set_slice(part)
+    assert_rows_equal(list(ours), list(theirs))
+
+
+def test_set_slice_to_no_file_is_refused(many_files: list[str]) -> None:
+    ds = ParquetIterDataset(many_files)
+    with pytest.raises(ValueError, match="leaves no file to read"):
+        ds.set_slice(slice(len(many_files), None))

@@ -43,4 +43,22 @@ class ParquetIterDataset(IterDataset[dict[str, Any]]):
 
     def __init__(self, path: Any, **read_kwargs: Any) -> None:
         super().__init__()
+        self._paths = [path] if isinstance(path, (str, bytes)) else list(path)
+        self._read_kwargs = read_kwargs
         self._core = parquet(path, **read_kwargs)
+
+    def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
+        """Reads only the files `paths[sl]` from now on (in place, as Grain's does).
+
+        Grain's workers and threads use it to split the files between them;
+        `sequential_slice` is accepted and, as in Grain, changes nothing here.
+        """
+        del sequential_slice
+        if not isinstance(sl, slice):
+            raise TypeError(f"set_slice takes a slice of the file list, got {sl!r}.")
+        self._paths = self._paths[sl]
+        if not self._paths:
+            raise ValueError(
+                f"set_slice({sl!r}) leaves no file to read; ParquetIterDataset reads at least one."
+            )
+        self._core = parquet(self._paths, **self._read_kwargs)
