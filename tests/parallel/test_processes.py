@@ -264,8 +264,25 @@ class HoldsALock:
 
 def test_a_pipeline_that_does_not_pickle_is_a_clear_error() -> None:
     stream = fn.mp_prefetch(2, fn.from_dataset(fn.source(HoldsALock())))
-    with pytest.raises(TypeError, match=r"need the pipeline pickled.*cannot pickle '_thread.lock'"):
+    with pytest.raises(TypeError, match=r"cannot pickle '_thread.lock'") as caught:
         read(stream)
+    assert "need the pipeline pickled" in "\n".join(caught.value.__notes__)
+    assert_nothing_left()
+
+
+class RefusesPickling:
+    def __getstate__(self) -> None:
+        raise ValueError("I shall not be pickled")
+
+    def __call__(self, x: int) -> int:
+        return x
+
+
+def test_the_picklers_own_error_comes_through_as_in_grain() -> None:
+    stream = fn.mp_prefetch(2, fn.from_dataset(fn.map(RefusesPickling(), fn.range(4))))
+    with pytest.raises(ValueError, match="I shall not be pickled") as caught:
+        read(stream)
+    assert "need the pipeline pickled" in "\n".join(caught.value.__notes__)
     assert_nothing_left()
 
 

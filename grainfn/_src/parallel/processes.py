@@ -110,11 +110,12 @@ class WorkerPool:
         self._context = start_context()
         try:
             self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
-        except Exception as error:
-            raise TypeError(
-                f"Worker processes need the pipeline pickled, and it does not pickle: {error}. "
-                "Open files and connections lazily (on first read), not when the source is built."
-            ) from error
+        except Exception as error:  # the pickler's own error, as in Grain, with what to do
+            error.add_note(
+                "Worker processes need the pipeline pickled, and it does not pickle. Open files "
+                "and connections lazily (on first read), not when the source is built."
+            )
+            raise
         self._expected = [collections.deque() for _ in range(self.num_workers)]
         self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
         _pools.add(self)
