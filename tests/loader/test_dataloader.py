@@ -447,3 +447,15 @@ def test_the_records_generator_is_philox_with_the_key(key: int) -> None:
         meta.rng.integers(1 << 62, size=4).tolist() == expected.integers(1 << 62, size=4).tolist()
     )
     assert meta.rng.random() == expected.random()
+
+
+def test_record_metadata_names_the_bit_generator_it_holds() -> None:
+    import grain
+
+    pcg = np.random.Generator(np.random.PCG64(1))
+    ours = grainfn.RecordMetadata(index=3, record_key=5, rng=pcg)
+    assert repr(ours) == "RecordMetadata(index=3, record_key=5, rng=Generator(PCG64))"
+    theirs = repr(grain.RecordMetadata(index=3, record_key=5, rng=pcg))
+    assert theirs.startswith("RecordMetadata(index=3, record_key=5, rng=Generator(PCG64) at ")
+    none = grainfn.RecordMetadata(index=3, record_key=5, rng=None)
+    assert repr(none) == repr(grain.RecordMetadata(index=3, record_key=5, rng=None))

@@ -116,8 +116,10 @@ class RecordMetadata:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        has_rng = self._rng is not None or self._rng_key is not None
-        rng = "Generator(Philox)" if has_rng else "None"
+        if self._rng is not None:  # a generator given or built: name its bit generator
+            rng = f"Generator({type(self._rng.bit_generator).__name__})"
+        else:  # one to build from a key: a Philox
+            rng = "Generator(Philox)" if self._rng_key is not None else "None"
         return f"RecordMetadata(index={self.index}, record_key={self.record_key}, rng={rng})"
 
 
