@@ -42,6 +42,8 @@ from grainfn._src.stages.flat_map import flat_map as flat_map
 from grainfn._src.stages.interleave import InterleaveSlot as InterleaveSlot
 from grainfn._src.stages.interleave import InterleaveState as InterleaveState
 from grainfn._src.stages.interleave import interleave as interleave
+from grainfn._src.stages.iterable import IterablePosition as IterablePosition
+from grainfn._src.stages.iterable import from_iterable as from_iterable
 from grainfn._src.stages.limit import LimitState as LimitState
 from grainfn._src.stages.limit import limit as limit
 from grainfn._src.stages.map import CountState as CountState

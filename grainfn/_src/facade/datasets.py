@@ -282,12 +282,9 @@ class IterDataset(_Stages[T]):
 
     @property
     def core(self) -> Stream[T]:
-        """The `grainfn.fn` stream this dataset wraps."""
-        if self._core is None:
-            raise TypeError(
-                f"{type(self).__qualname__} defines its own iterator, so grainfn cannot compose "
-                "it with other stages yet. Build the pipeline from grainfn datasets instead."
-            )
+        """The `grainfn.fn` stream this dataset wraps (`fn.from_iterable` for a subclass)."""
+        if self._core is None:  # a subclass with its own __iter__: its state counts elements
+            return fn.from_iterable(self)
         return self._core
 
     @property

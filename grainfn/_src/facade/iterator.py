@@ -127,9 +127,14 @@ class DatasetIterator(CheckpointableIterator[T]):
         self._core.start_prefetch()
 
     def close(self) -> None:
-        """Releases threads (and, with workers, processes); `next` then raises ValueError."""
-        self._core.close()
-        self._next = self._core.next_element
+        """Releases threads (and, with workers, processes); `next` then raises ValueError.
+
+        A subclass that iterates by itself (Grain's protocol) has nothing to release here.
+        """
+        core = getattr(self, "_core", None)
+        if core is not None:
+            core.close()
+            self._next = core.next_element
 
     def __repr__(self) -> str:
         lines = "\n".join("  " + line for line in self._codec.pipeline)
