@@ -20,6 +20,7 @@ from grainfn._src.transforms import (
     Map,
     MapWithIndex,
     RandomMap,
+    TfRandomMap,
     Transformation,
     Transformations,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "Map",
     "MapWithIndex",
     "RandomMap",
+    "TfRandomMap",
     "Transformation",
     "Transformations",
 ]

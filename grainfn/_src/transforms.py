@@ -36,6 +36,18 @@ class RandomMap(abc.ABC):
         """Returns the transformed element, drawing randomness from `rng` only."""
 
 
+class TfRandomMap(abc.ABC):
+    """A random one-to-one transformation for the DataLoader: define `np_random_map(element, rng)`.
+
+    The DataLoader applies it as it applies a `RandomMap`; datasets refuse it,
+    as Grain's do (use `RandomMap` there).
+    """
+
+    @abc.abstractmethod
+    def np_random_map(self, element: Any, rng: np.random.Generator) -> Any:
+        """Returns the transformed element, drawing randomness from `rng` only."""
+
+
 class MapWithIndex(abc.ABC):
     """A one-to-one transformation that also sees the position: define `map_with_index`."""
 
@@ -88,7 +100,7 @@ class DatasetSelectionMap(abc.ABC):
         """Returns `(dataset index, index within that dataset)` for position `index`."""
 
 
-Transformation = Union[Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap]  # noqa: UP007
+Transformation = Union[Batch, Map, RandomMap, TfRandomMap, MapWithIndex, Filter, FlatMap]  # noqa: UP007
 Transformations = Sequence[Transformation]
 
 
@@ -196,6 +208,11 @@ def apply_transformations(ds: Any, transformations: Any) -> Any:
     """
     steps = transformations if isinstance(transformations, Sequence) else (transformations,)
     for transform in steps:
+        if isinstance(transform, TfRandomMap):
+            raise NotImplementedError(
+                f"{type(transform).__name__} is a TfRandomMap, which the DataLoader applies "
+                "(as in Grain); a dataset takes a RandomMap with random_map(element, rng)."
+            )
         step = step_of(transform)
         if step is None:
             raise TypeError(

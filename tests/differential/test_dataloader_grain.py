@@ -51,3 +51,30 @@ def test_same_elements_as_grain(spec: tuple[Any, ...]) -> None:
     else:
         common = min(len(ours), len(theirs)) - 1
         assert_same_elements(ours[:common], theirs[:common])
+
+
+def test_a_tf_random_map_runs_in_the_dataloader_as_in_grain_and_not_on_datasets() -> None:
+    import grain
+    import grain.python as grain_python
+    import numpy as np
+
+    outputs = []
+    for loader_module, transforms in (
+        (grain_python, grain.transforms),
+        (grainfn, grainfn.transforms),
+    ):
+
+        class AddNoise(transforms.TfRandomMap):
+            def np_random_map(self, x: int, rng: np.random.Generator) -> int:
+                return x + int(rng.integers(100))
+
+        sampler = loader_module.IndexSampler(
+            8, shard_options=loader_module.NoSharding(), shuffle=True, num_epochs=1, seed=3
+        )
+        loader = loader_module.DataLoader(
+            data_source=list(range(8)), sampler=sampler, operations=[AddNoise()], worker_count=0
+        )
+        outputs.append([int(x) for x in loader])
+    assert outputs[1] == outputs[0]
+    with pytest.raises(NotImplementedError, match="TfRandomMap"):
+        grainfn.experimental.apply_transformations(grainfn.MapDataset.range(3), AddNoise())

@@ -72,6 +72,7 @@ OPERATIONS: tuple[tuple[type[Any], str, str], ...] = (
     *transforms.TRANSFORMS,
     (ops.MapOperation, "map", "map_function"),
     (ops.RandomMapOperation, "random_map", "random_map_function"),
+    (transforms.TfRandomMap, "random_map", "np_random_map"),
     (ops.FilterOperation, "filter", "condition_function"),
     (ops.BatchOperation, "batch", "batch_fn"),
 )
