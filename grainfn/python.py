@@ -13,10 +13,11 @@ from grainfn._src.facade.loader import DataLoader, load
 from grainfn._src.facade.loader import DataLoaderIterator as PyGrainDatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
-from grainfn._src.loader.operations import (
+from grainfn._src.loader.legacy import (
     BatchOperation,
     FilterOperation,
     MapOperation,
+    Operation,
     RandomMapOperation,
 )
 from grainfn._src.loader.records import Record, RecordMetadata
@@ -53,6 +54,7 @@ __all__ = [
     "MapWithIndexTransform",
     "MultiprocessingOptions",
     "NoSharding",
+    "Operation",
     "PyGrainDatasetIterator",
     "RandomAccessDataSource",
     "RandomMapOperation",

@@ -121,37 +121,3 @@ class RecordBatch:
         """The batch of the records."""
         make = self.batch_fn or tree.stack
         return Record(records[-1].metadata.remove_record_key(), make([r.data for r in records]))
-
-
-# Grain's legacy operation classes (`grain.python.MapOperation`, ...), taken as
-# the transformations they stand for.
-
-
-@dataclasses.dataclass(frozen=True)
-class MapOperation:
-    """Legacy: applies `map_function` to each record's data; prefer `transforms.Map`."""
-
-    map_function: Callable[[Any], Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class RandomMapOperation:
-    """Legacy: `random_map_function(data, rng)`; prefer `transforms.RandomMap`."""
-
-    random_map_function: Callable[[Any, Any], Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class FilterOperation:
-    """Legacy: keeps records where `condition_function(data)`; prefer `transforms.Filter`."""
-
-    condition_function: Callable[[Any], bool]
-
-
-@dataclasses.dataclass(frozen=True)
-class BatchOperation:
-    """Legacy: batches `batch_size` records; prefer `transforms.Batch`."""
-
-    batch_size: int
-    drop_remainder: bool = False
-    batch_fn: Callable[[Sequence[Any]], Any] | None = None

@@ -19,6 +19,7 @@ from grainfn import fn
 from grainfn._src import transforms
 from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
+from grainfn._src.loader import legacy
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.records import record_data
 from grainfn._src.loader.sampled import sampled
@@ -43,7 +44,7 @@ def loader_stream(
         >>> from grainfn._src.loader.samplers import SequentialSampler
         >>> from grainfn._src.loader.sharding import NoSharding
         >>> from grainfn.fn import iterate
-        >>> batch = ops.BatchOperation(2)
+        >>> batch = legacy.BatchOperation(2)
         >>> stream = loader_stream("abcde", SequentialSampler(5), [batch], NoSharding())
         >>> [b.tolist() for b in iterate(stream)]
         [['a', 'b'], ['c', 'd'], ['e']]
@@ -70,11 +71,11 @@ def loader_stream(
 
 OPERATIONS: tuple[tuple[type[Any], str, str], ...] = (
     *transforms.TRANSFORMS,
-    (ops.MapOperation, "map", "map_function"),
-    (ops.RandomMapOperation, "random_map", "random_map_function"),
+    (legacy.MapOperation, "map", "map_function"),
+    (legacy.RandomMapOperation, "random_map", "random_map_function"),
     (transforms.TfRandomMap, "random_map", "np_random_map"),
-    (ops.FilterOperation, "filter", "condition_function"),
-    (ops.BatchOperation, "batch", "batch_fn"),
+    (legacy.FilterOperation, "filter", "condition_function"),
+    (legacy.BatchOperation, "batch", "batch_fn"),
 )
 """What a DataLoader takes: Grain's transformations (their one table) and legacy operations."""
 
