@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from grainfn._src.facade.datasets import IterDataset
@@ -43,9 +44,9 @@ class ParquetIterDataset(IterDataset[dict[str, Any]]):
 
     def __init__(self, path: Any, **read_kwargs: Any) -> None:
         super().__init__()
-        self._paths = [path] if isinstance(path, (str, bytes)) else list(path)
+        self._core = parquet(path, **read_kwargs)  # checks the paths
+        self._paths = [path] if isinstance(path, (str, bytes, os.PathLike)) else list(path)
         self._read_kwargs = read_kwargs
-        self._core = parquet(path, **read_kwargs)
 
     def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
         """Reads only the files `paths[sl]` from now on (in place, as Grain's does).
