@@ -83,13 +83,7 @@ def _sources_part(ds: Dataset[Any], shard: int, num_shards: int) -> Dataset[Any]
     if not ds.parents:
         part = slicing.contiguous_part(ds.length, shard, num_shards)
         return slice_dataset(slice(part.start, part.stop), ds)
-    rebuilt = with_parents(ds, tuple(_sources_part(p, shard, num_shards) for p in ds.parents))
-    if rebuilt is None:
-        raise ValueError(
-            f"The sources below {ds.describe_stage()!r} cannot be cut: the stage does not keep "
-            "its parents in its dataclass fields."
-        )
-    return rebuilt
+    return _rebuilt(ds, tuple(_sources_part(p, shard, num_shards) for p in ds.parents))
 
 
 def _sliced(
@@ -109,10 +103,15 @@ def _sliced(
             "positions to slice. Build the pipeline over a MapDataset (to_iter_dataset()), "
             "or shard that source yourself."
         )
-    rebuilt = with_parents(stream, tuple(_sliced(p, cut, draws) for p in stream.parents))
+    return _rebuilt(stream, tuple(_sliced(p, cut, draws) for p in stream.parents))
+
+
+def _rebuilt(node: Any, parents: tuple[Any, ...]) -> Any:
+    """`node` over `parents`, or a ValueError naming a stage that cannot be rebuilt."""
+    rebuilt = with_parents(node, parents)
     if rebuilt is None:
         raise ValueError(
-            f"A logical shard cannot be cut below {stream.describe_stage()!r}: the stage does "
+            f"A logical shard cannot be cut below {node.describe_stage()!r}: the stage does "
             "not keep its parents in its dataclass fields, so it cannot be rebuilt over them."
         )
     return rebuilt
