@@ -25,6 +25,7 @@ from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.elastic.layout import Layout
+from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.rows import RowsCursor, whole_dataset
 from grainfn._src.elastic.shards import logical_shard, prefetch_of
 from grainfn._src.parallel.prefetch import PrefetchedStream
@@ -129,9 +130,11 @@ class _ElasticCursor(BaseCursor):
     def state(self) -> ElasticState:
         if self.closed_at is not None:
             return self.closed_at
+        if self.stopped:  # nothing is read past the end: any of its states will do, so no replay
+            return ElasticState(self.step, True, tuple(shard.start for shard in self.shards))
         used = self.chunk
         shards = tuple(shard.state(used) for shard in self.shards)
-        return ElasticState(self.step, self.stopped, shards)
+        return ElasticState(self.step, False, shards)
 
     def children(self) -> tuple[Cursor, ...]:
         return tuple(shard.cursor for shard in self.shards)
@@ -235,7 +238,8 @@ def elastic_batches(
 
 def host_stream(stream: Stream[Any], layout: Layout) -> Stream[Any]:
     """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's `mp_prefetch`."""
-    shards = tuple(logical_shard(stream, s, layout.num_logical_shards) for s in layout.shards)
+    count = layout.num_logical_shards
+    shards = tuple(into_dataset(logical_shard(stream, s, count)) for s in layout.shards)
     batches = ElasticStream(shards, layout)
     prefetch = prefetch_of(stream)
     if prefetch is None:
