@@ -8,12 +8,14 @@ back. array_record itself is imported on first use.
 from grainfn._src.formats.array_record.codec import decode_array, encode_array
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.formats.array_record.writer import write_array_records
+from grainfn._src.formats.shared_list import SharedMemoryDataSource
 from grainfn._src.stages.sources import RandomAccessDataSource, RangeDataSource
 
 __all__ = [
     "ArrayRecordDataSource",
     "RandomAccessDataSource",
     "RangeDataSource",
+    "SharedMemoryDataSource",
     "decode_array",
     "encode_array",
     "write_array_records",
