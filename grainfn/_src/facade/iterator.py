@@ -11,6 +11,7 @@ from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state import StateCodec
 from grainfn._src.core.stream import Stream
+from grainfn._src.facade import grain_states
 
 T = TypeVar("T")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")
@@ -111,10 +112,20 @@ class DatasetIterator(CheckpointableIterator[T]):
     def set_state(self, state: dict[str, Any]) -> None:
         """Continues from a state that `get_state` returned for this pipeline.
 
+        A state written by Grain itself (`{"next_index": ...}` and the like,
+        also read from an Orbax checkpoint Grain wrote) is taken where it
+        determines grainfn's (see `grainfn._src.facade.grain_states`).
+
         Raises:
             ValueError: if the state belongs to another pipeline or version, or
-                is truncated; the message names what differs.
+                is truncated, or is Grain's for a stage whose position it does
+                not determine; the message names what differs.
         """
+        if grain_states.looks_like_grain(state):
+            record = grain_states.from_grain(self._codec.stream, state)
+            self._codec.stream.check_state(record)
+            self.restart_at(record)
+            return
         self.restart_at(self._codec.decode(state))
 
     def restart_at(self, record: Any) -> None:
