@@ -19,7 +19,6 @@ from typing import Any
 
 from grainfn._src.core.state import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.stream import ElasticState, ElasticStream
 from grainfn._src.parallel.prefetch import PrefetchedStream
 
@@ -166,11 +165,6 @@ def check_form(data: Any, what: str) -> None:
     for key in (*_LAYOUT_KEYS, "step", "stopped", "shards"):
         if key not in data:
             raise ValueError(f"{what} is truncated: key {key!r} is missing.")
-
-
-def layout_of(data: dict[str, Any]) -> Layout:
-    """The logical shards and global batch a saved elastic state was made with."""
-    return Layout(data["global_batch_size"], data["num_logical_shards"])
 
 
 def _missing_shard(shard: int, count: int, files: list[Any]) -> str:

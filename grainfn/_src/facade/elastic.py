@@ -141,9 +141,12 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
         self._shard_options = shard_options
         self._global_batch_size = global_batch_size
         count = shard_options.shard_count if num_logical_shards is None else num_logical_shards
-        self._build(count)  # checks the layout now, so a bad one is refused at construction
+        # The layout is checked now, so a bad one is refused at construction.
+        self._host, self._codec = self._host_stream(count)
+        self._core = StreamIterator(self._host)
 
-    def _build(self, num_logical_shards: int) -> None:
+    def _host_stream(self, num_logical_shards: int) -> tuple[Stream[Any], states.ElasticCodec]:
+        """This host's stream for `num_logical_shards`, and the codec of its states."""
         options = self._shard_options
         layout = Layout(
             self._global_batch_size, num_logical_shards, options.shard_index, options.shard_count
@@ -155,9 +158,8 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
                 self._workers.num_workers,
                 buffer_per_worker=self._workers.per_worker_buffer_size,
             )
-        self._codec = states.ElasticCodec(host)
-        self._host = instrumented(host)  # timing and the pipeline graph: the same states
-        self._core = StreamIterator(self._host)
+        # Timing and the pipeline graph go around the host stream: the same states.
+        return instrumented(host), states.ElasticCodec(host)
 
     @property
     def layout(self) -> Layout:
@@ -182,12 +184,13 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
         """
         states.check_form(state, "The state")
         saved = state["num_logical_shards"]
+        host, codec = self._host, self._codec
         if self._requested is None and saved != self.layout.num_logical_shards:
-            self._core.close()
-            self._build(saved)
-        record = self._codec.decode(state)
+            host, codec = self._host_stream(saved)
+        record = codec.decode(state)  # refused before anything changes
         self._core.close()
-        self._core = StreamIterator(self._host, record)
+        self._host, self._codec = host, codec
+        self._core = StreamIterator(host, record)
 
     def set_state_from_files(self, saved: Sequence[Any]) -> None:
         """Continues from the `StateFile`s of every process that saved, any process count."""

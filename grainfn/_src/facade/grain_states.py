@@ -6,7 +6,8 @@ turned into the state record of the same grainfn pipeline. Each stage reads
 its part of Grain's nested dict:
 
 - `to_iter_dataset()`: `{"next_index": n}`, the position in the MapDataset;
-- `map`, `filter`, `batch` and the read-ahead stages: their parent's state;
+- `map`, `filter`, `batch` and the transparent stages (prefetch, options): their
+  parent's state;
 - `random_map`: `{"parent": ..., "index_for_rng": n}`;
 - `map_with_index`: `{"parent": ..., "counter": n}`;
 - `IterDataset.mix`: `{"parents": [...] or {name: ...}, "index": i, "stop": bool}`.
@@ -20,25 +21,16 @@ from __future__ import annotations
 from typing import Any
 
 from grainfn._src.core import state as records
-from grainfn._src.core.filter_check import WithOptionsStream
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
-from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.batch import BatchedStream
 from grainfn._src.stages.filter import FilteredStream
 from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream, RandomMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
-from grainfn._src.stages.thread_prefetch import ThreadPrefetchedStream
 
-_SAME_STATE = (
-    MappedStream,
-    FilteredStream,
-    BatchedStream,
-    PrefetchedStream,
-    ThreadPrefetchedStream,
-    WithOptionsStream,
-)
-"""Stages whose Grain state is their parent's, as grainfn's is."""
+_SAME_STATE = (MappedStream, FilteredStream, BatchedStream)
+"""Stages whose Grain state is their parent's, as grainfn's is; so is a transparent
+stage's (prefetch, options, cache)."""
 
 
 def looks_like_grain(state: Any) -> bool:
@@ -61,8 +53,9 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
     """
     if isinstance(stream, FromDatasetStream):
         return records.DatasetPosition(_count(state, "next_index", path))
-    if isinstance(stream, _SAME_STATE):
-        return from_grain(stream.parent, state, path)
+    if isinstance(stream, _SAME_STATE) or stream.transparent:
+        (parent,) = stream.parents
+        return from_grain(parent, state, path)
     if isinstance(stream, RandomMappedStream | IndexMappedStream):
         key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
         parent = from_grain(stream.parent, _field(state, "parent", path), f"{path}.parent")

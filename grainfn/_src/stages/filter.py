@@ -115,25 +115,20 @@ class _FilterCursor(BaseCursor):
                 raise self._ambiguous(verdict, element_before(parent)) from error
 
     def next_many(self, count: int) -> list[Any]:
-        keep, parent = self.predicate, self.parent
         out: list[Any] = []
         while count - len(out) >= BLOCK_FROM:
             need = count - len(out)
-            taken = parent.next_many(need)
-            try:
-                out += [e for e in taken if e is None or keep(e)]
-            except Exception:
-                self._judge_each(taken)
-                raise
+            taken = self.parent.next_many(need)
+            out += self._kept(taken)
             if len(taken) < need:  # the parent ended
                 return out
         return out + super().next_many(count - len(out))
 
-    def verdicts(self, taken: list[Any]) -> list[bool]:
-        """Whether the predicate keeps each element of `taken` (a None is kept)."""
+    def _kept(self, taken: list[Any]) -> list[Any]:
+        """The elements of a block the predicate keeps (a None is kept)."""
         keep = self.predicate
         try:
-            return [e is None or bool(keep(e)) for e in taken]
+            return [e for e in taken if e is None or keep(e)]
         except Exception:
             self._judge_each(taken)
             raise
@@ -204,18 +199,15 @@ class _CheckedFilterCursor(_FilterCursor):
                 self.left, self.dropped = left, dropped
                 return element
 
-    def next_many(self, count: int) -> list[Any]:
-        parent = self.parent
-        out: list[Any] = []
-        while count - len(out) >= BLOCK_FROM:
-            need = count - len(out)
-            taken = parent.next_many(need)
-            verdicts = self.verdicts(taken)
-            self._count(taken, verdicts)
-            out += itertools.compress(taken, verdicts)
-            if len(taken) < need:
-                return out
-        return out + BaseCursor.next_many(self, count - len(out))
+    def _kept(self, taken: list[Any]) -> list[Any]:
+        keep = self.predicate
+        try:
+            verdicts = [e is None or bool(keep(e)) for e in taken]
+        except Exception:
+            self._judge_each(taken)
+            raise
+        self._count(taken, verdicts)
+        return list(itertools.compress(taken, verdicts))
 
     def _count(self, taken: list[Any], verdicts: list[bool]) -> None:
         """Adds judged elements (Nones are not judged) to the windows, judging each that fills."""
