@@ -32,7 +32,7 @@ import numpy as np
 from grainfn._src.core.dataset import Dataset
 
 _WAITING_SHARE = 0.25  # CPU time below this share of wall time means reading waits
-_WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
+WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
 _TRIAL_TASKS = 4  # tasks over which threads must prove faster than this thread
 _REQUIRED_GAIN = 1.5  # how much less threads must keep the consumer waiting
 _FIRST_BACKOFF = 16  # blocks in this thread before threads are tried again (then doubled)
@@ -68,6 +68,15 @@ class Executor(Protocol):
     def close(self) -> None:
         """Stops reading ahead."""
         ...
+
+
+def reading_waits(cpu: float, wall: float) -> bool:
+    """Whether a read of `wall` seconds that took `cpu` seconds of its thread's CPU waited.
+
+    A read that waits (on a file, a network) is what threads speed up; one
+    too short to judge says nothing.
+    """
+    return wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall
 
 
 class BlockSizer:
@@ -196,9 +205,9 @@ class BlockReader:
             return self._fail(first, block, error)
         self.own_costs.append(wall / (stop - first))
         self.blocks_before_threads = max(0, self.blocks_before_threads - 1)
-        if self.threads and wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall:
+        if self.threads and reading_waits(cpu, wall):
             self.waiting_blocks += 1
-            if self.waiting_blocks >= _WAITING_BLOCKS and not self.blocks_before_threads:
+            if self.waiting_blocks >= WAITING_BLOCKS and not self.blocks_before_threads:
                 self.start(seconds_per_element=self.own_cost)
         else:
             self.waiting_blocks = 0

@@ -22,6 +22,7 @@ from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.core.stream import BaseCursor
 from grainfn._src.elastic.layout import Layout
+from grainfn._src.elastic.reads import bare
 from grainfn._src.stages.batch import BatchedDataset
 from grainfn._src.stages.slice import SlicedDataset
 
@@ -50,7 +51,7 @@ class HostRows(IndexStage[Any]):
 def whole_dataset(components: Sequence[Any], layout: Layout) -> Dataset[Any] | None:
     """The one dataset every shard reads a slice of in order, if that is all the shards do."""
     parents = []
-    for shard, component in zip(layout.shards, components):
+    for shard, component in zip(layout.shards, map(bare, components)):
         if type(component) is not FromDatasetStream or component.allow_nones:
             return None
         sliced = component.dataset
@@ -76,7 +77,7 @@ class RowsCursor(BaseCursor):
         layout: Layout,
         step: int,
     ) -> None:
-        rows = layout.rows_per_shard
+        rows, components = layout.rows_per_shard, [bare(c) for c in components]
         batches = min(c.dataset.length for c in components) // rows
         host_rows = HostRows(dataset, layout, batches)
         batched = BatchedDataset(host_rows, layout.rows.stop - layout.rows.start, True)

@@ -26,6 +26,7 @@ from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
+from grainfn._src.elastic.reads import Blocks, SeparateReads, SharedReads, shared_dataset
 from grainfn._src.elastic.rows import RowsCursor, whole_dataset
 from grainfn._src.elastic.shards import logical_shard, prefetch_of
 from grainfn._src.parallel.prefetch import PrefetchedStream
@@ -62,9 +63,14 @@ class ElasticStream(Stream[Any]):
         at = records.DatasetPosition(state.step * self.layout.rows_per_shard)
         if dataset is not None and not state.stopped and set(state.components) == {at}:
             return _RowsElasticCursor(self.components, dataset, self.layout, state.step)
-        rows = self.layout.rows_per_shard
-        shards = [_ShardReader(c, s, rows) for c, s in zip(self.components, state.components)]
-        return _ElasticCursor(shards, state.step, state.stopped)
+        rows, shared = self.layout.rows_per_shard, shared_dataset(self.components)
+        if shared is None:
+            reads: SeparateReads | SharedReads = SeparateReads(
+                self.components, state.components, rows
+            )
+        else:
+            reads = SharedReads(shared, self.components, state.components, rows)
+        return _ElasticCursor(reads, state.step, state.stopped)
 
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, ElasticState, self.describe_stage(), path)
@@ -85,7 +91,7 @@ they are cheap and shrink when slow (`BlockSizer`, timing each shard's part)."""
 
 
 class _ElasticCursor(BaseCursor):
-    """Global batches from shard readers that read their blocks in step with each other.
+    """Global batches from shards that read their blocks in step with each other.
 
     Every shard reads a block of the same number of rows at the same time, so
     the `k`-th batch since the last read is the `k`-th chunk of rows of every
@@ -93,8 +99,9 @@ class _ElasticCursor(BaseCursor):
     chunks fill come out, and then the stream ends.
     """
 
-    def __init__(self, shards: list[_ShardReader], step: int, stopped: bool) -> None:
-        self.shards, self.step, self.stopped = shards, step, stopped
+    def __init__(self, reads: SeparateReads | SharedReads, step: int, stopped: bool) -> None:
+        self.reads, self.step, self.stopped = reads, step, stopped
+        self.blocks: Blocks = []
         self.chunk, self.chunks = 0, 0  # the next chunk of every block, and how many there are
         self.sizer = BlockSizer(READ_AHEAD)
         self.closed_at: ElasticState | None = None
@@ -103,26 +110,22 @@ class _ElasticCursor(BaseCursor):
         if self.chunk == self.chunks:
             self._read_blocks()
         chunk, elements = self.chunk, []
-        for shard in self.shards:
-            elements += shard.chunks[chunk]
+        for chunks in self.blocks:
+            elements += chunks[chunk]
         self.chunk = chunk + 1
         self.step += 1
         return tree.stack(elements)
 
     def _read_blocks(self) -> None:
-        most = max(len(shard.chunks) for shard in self.shards)
+        most = max((len(chunks) for chunks in self.blocks), default=0)
         if self.stopped or most > self.chunks:  # a shard had fewer rows left than the others
             self.stopped = True
             raise StopIteration
-        rows = self.shards[0].rows
+        rows = self.reads.rows
         size = rows * max(1, self.sizer.start(at_least=rows) // rows)
-        fewest = None
-        for shard in self.shards:
-            shard.read_block(size)
-            if fewest is None or len(shard.chunks) < fewest:
-                fewest = len(shard.chunks)
-        self.sizer.done(parts=len(self.shards))
-        self.chunk, self.chunks = 0, fewest or 0
+        self.blocks = self.reads.read(size)
+        self.sizer.done(parts=len(self.blocks))
+        self.chunk, self.chunks = 0, min(len(chunks) for chunks in self.blocks)
         if not self.chunks:
             self.stopped = True
             raise StopIteration
@@ -131,13 +134,11 @@ class _ElasticCursor(BaseCursor):
         if self.closed_at is not None:
             return self.closed_at
         if self.stopped:  # nothing is read past the end: any of its states will do, so no replay
-            return ElasticState(self.step, True, tuple(shard.start for shard in self.shards))
-        used = self.chunk
-        shards = tuple(shard.state(used) for shard in self.shards)
-        return ElasticState(self.step, False, shards)
+            return ElasticState(self.step, True, self.reads.starts())
+        return ElasticState(self.step, False, self.reads.states(self.chunk))
 
     def children(self) -> tuple[Cursor, ...]:
-        return tuple(shard.cursor for shard in self.shards)
+        return self.reads.cursors()
 
     def close(self) -> None:
         try:
@@ -153,43 +154,6 @@ class _RowsElasticCursor(RowsCursor):
     def state(self) -> ElasticState:
         step, positions = self.positions()
         return ElasticState(step, self.stopped, positions)
-
-
-class _ShardReader:
-    """One logical shard read `READ_AHEAD` or so elements at a time, cut into chunks of `rows`.
-
-    A filter or map hands out a block of elements faster than the same
-    elements one batch's rows at a time. The shard's state is its cursor's
-    where the block began; `state(chunks)` inside a block opens the stream
-    there again and steps over the rows handed out (the elements depend on
-    the state alone), which a checkpoint pays, not each batch.
-    """
-
-    def __init__(self, stream: Stream[Any], state: Any, rows: int) -> None:
-        self.stream, self.rows = stream, rows
-        self.cursor = stream.open(state)
-        self.start, self.block_length = state, 0
-        self.chunks: list[list[Any]] = []
-
-    def read_block(self, size: int) -> None:
-        """Reads the next `size` elements; `chunks` are their whole chunks of `rows` elements."""
-        start = self.cursor.state()
-        block = self.cursor.next_many(size)
-        rows = self.rows
-        self.start, self.block_length = start, len(block)
-        self.chunks = [block[i : i + rows] for i in range(0, len(block) - rows + 1, rows)]
-
-    def state(self, chunks: int) -> Any:
-        """The shard's state once the first `chunks` chunks of its block are handed out."""
-        used = chunks * self.rows
-        if used == self.block_length:
-            return self.cursor.state()
-        again = self.stream.open(self.start)
-        try:
-            again.next_many(used)
-            return again.state()
-        finally:
-            again.close()
 
 
 @toolz.curry

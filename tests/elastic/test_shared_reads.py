@@ -1,0 +1,164 @@
+"""Shared reads: the logical shards of one dataset read at once give what each read alone gives.
+
+`SeparateReads` (each shard through its own cursor) is the reference: for
+any block sizes, `SharedReads` must hand out the same blocks, the same
+states at every chunk and the same block starts, and fall back to the
+shards' own cursors, with their errors and their threads, where reading
+fails or waits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from hypothesis import assume, given, note
+from hypothesis import strategies as st
+
+import grainfn
+import grainfn.testing
+from grainfn import fn
+from grainfn._src.core.dataset import INFINITE
+from grainfn._src.elastic.layout import Layout
+from grainfn._src.elastic.pushdown import into_dataset
+from grainfn._src.elastic.reads import SeparateReads, SharedReads, shared_dataset
+from grainfn._src.elastic.shards import logical_shard
+from grainfn._src.elastic.stream import elastic_batches, host_stream
+from grainfn.experimental import DatasetOptions, ElasticIterator, WithOptionsIterDataset
+
+stream_maps_and_filters = st.lists(
+    st.sampled_from(
+        [fn.map(f) for f in grainfn.testing.MAPS.values()]
+        + [fn.filter(f) for f in grainfn.testing.FILTERS.values()]
+    ),
+    max_size=3,
+)
+
+
+def shards_of(stream: fn.Stream, count: int) -> list[fn.Stream]:
+    return [into_dataset(logical_shard(stream, s, count)) for s in range(count)]
+
+
+def digests(blocks: list[list[list[Any]]]) -> list[list[list[str]]]:
+    return [[[repr(e) for e in chunk] for chunk in chunks] for chunks in blocks]
+
+
+@given(
+    grainfn.testing.datasets(),
+    stream_maps_and_filters,
+    st.sampled_from([1, 2, 3, 4]),
+    st.integers(1, 3),
+    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+)
+def test_shared_reads_hand_out_the_blocks_and_states_of_separate_reads(
+    ds: fn.Dataset, stages: list[Any], count: int, rows: int, sizes: list[int]
+) -> None:
+    assume(ds.length < INFINITE)  # a shard of an endless dataset that a filter empties never ends
+    stream = fn.from_dataset(ds)
+    for stage in stages:
+        stream = stage(stream)
+    shards = shards_of(stream, count)
+    shared = shared_dataset(shards)
+    assume(shared is not None)  # a stream filter over a dataset with holes stays a stream stage
+    note(f"{stream!r}\nsizes {sizes}, rows {rows}")
+    starts = [shard.init() for shard in shards]
+    together = SharedReads(shared, shards, starts, rows)  # type: ignore[arg-type]
+    alone = SeparateReads(shards, starts, rows)
+    for size in (s * rows for s in sizes):
+        try:
+            expected = alone.read(size)
+        except (ValueError, TypeError):
+            return  # the pipeline itself fails (a ragged batch inside it): the error test covers it
+        assert digests(together.read(size)) == digests(expected)
+        assert together.starts() == alone.starts()
+        chunks = min(len(c) for c in expected)
+        for used in range(chunks + 1):
+            assert together.states(used) == alone.states(used)
+        if any(len(c) * rows < size for c in expected):
+            return  # a shard ended
+    assert together.separate is None  # nothing failed or waited: every block was read together
+
+
+def keep(x: int) -> bool:
+    return x % 3 != 0
+
+
+def add_one(x: int) -> int:
+    return x + 1
+
+
+def test_the_grain_style_elastic_pipeline_reads_its_shards_together() -> None:
+    ds = grainfn.MapDataset.range(3_000).seed(5).shuffle().to_iter_dataset().filter(keep)
+    unchecked = WithOptionsIterDataset(
+        ds.map(add_one), DatasetOptions(filter_warn_threshold_ratio=None)
+    )
+    shard = grainfn.ShardOptions(0, 1)
+    it = ElasticIterator(unchecked, 64, shard, num_logical_shards=16)
+    got = [b.tolist() for b in it]
+    cursor = it._default._core._cursor  # type: ignore[attr-defined]
+    assert isinstance(cursor.reads, SharedReads) and cursor.reads.separate is None
+    order = list(grainfn.MapDataset.range(3_000).seed(5).shuffle())
+    columns = [[x + 1 for x in order[s::16] if keep(x)] for s in range(16)]
+    steps = min(map(len, columns)) // 4
+    assert got == [[x for c in columns for x in c[4 * b : 4 * b + 4]] for b in range(steps)]
+
+
+def test_a_failing_element_is_raised_as_the_shards_own_cursors_raise_it() -> None:
+    def fails_at_77(x: int) -> int:
+        if x == 77:
+            raise ValueError("no 77 here")
+        return x
+
+    stream = fn.map(fails_at_77, fn.from_dataset(fn.shuffle(fn.range(200), seed=1)))
+    shards = shards_of(stream, 4)
+    shared = shared_dataset(shards)
+    assert shared is not None
+    starts = [shard.init() for shard in shards]
+    together = SharedReads(shared, shards, starts, 2)
+    alone = SeparateReads(shards, starts, 2)
+    errors = []
+    for reads in (together, alone):
+        with pytest.raises(ValueError) as caught:
+            while True:
+                reads.read(16)
+        errors.append((str(caught.value), getattr(caught.value, "__notes__", [])))
+    assert errors[0] == errors[1]
+    assert together.separate is not None
+
+    host = host_stream(stream, Layout(8, 4))
+    it, taken = fn.iterate(host), []
+    with pytest.raises(ValueError, match="no 77 here"):
+        while True:
+            taken.append(next(it))
+    fresh = fn.iterate(host)
+    for _ in taken:
+        next(fresh)
+    assert taken and it.state == fresh.state  # nothing handed out is lost, nothing skipped
+
+
+def test_reading_that_waits_goes_back_to_the_shards_own_threads() -> None:
+    def slow(x: int) -> int:
+        time.sleep(0.0002)
+        return x
+
+    data = fn.shuffle(fn.range(480), seed=3)
+    stream = fn.map(slow, fn.from_dataset(data, threads=4))
+    host = host_stream(stream, Layout(8, 4))
+    it = fn.iterate(host)
+    got = [b.tolist() for b in it]
+    reads = it._cursor.reads  # type: ignore[attr-defined]
+    assert isinstance(reads, SharedReads) and reads.separate is not None
+    expected = fn.iterate(elastic_batches(8, fn.from_dataset(data), num_logical_shards=4))
+    assert got == [b.tolist() for b in expected]
+
+
+def test_without_threads_a_waiting_read_stays_shared() -> None:
+    def slow(x: int) -> int:
+        time.sleep(0.0002)
+        return x
+
+    stream = fn.map(slow, fn.from_dataset(fn.range(240)))
+    it = fn.iterate(host_stream(stream, Layout(8, 4)))
+    list(it)
+    assert it._cursor.reads.separate is None  # type: ignore[attr-defined]
