@@ -26,6 +26,7 @@ from grainfn._src.facade.experimental import (
 )
 from grainfn._src.facade.experimental import index_shuffle as index_shuffle
 from grainfn._src.facade.formats import ParquetIterDataset as ParquetIterDataset
+from grainfn._src.facade.formats import TFRecordIterDataset as TFRecordIterDataset
 from grainfn._src.facade.next_index import get_next_index as get_next_index
 from grainfn._src.facade.next_index import set_next_index as set_next_index
 from grainfn._src.facade.options_dataset import DatasetOptions as DatasetOptions

@@ -77,6 +77,9 @@ if TYPE_CHECKING:
     from grainfn._src.elastic.stream import elastic_batches as elastic_batches
     from grainfn._src.formats.parquet import ParquetPosition as ParquetPosition
     from grainfn._src.formats.parquet import parquet as parquet
+    from grainfn._src.formats.tfrecord import TFRecordPosition as TFRecordPosition
+    from grainfn._src.formats.tfrecord import tfrecord as tfrecord
+    from grainfn._src.formats.tfrecord import write_tfrecords as write_tfrecords
     from grainfn._src.inspect.element_spec import element_spec as element_spec
     from grainfn._src.inspect.graph import draw as draw
     from grainfn._src.inspect.graph import save_pipeline as save_pipeline

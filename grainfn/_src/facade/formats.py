@@ -7,6 +7,7 @@ from typing import Any
 
 from grainfn._src.facade.datasets import IterDataset
 from grainfn._src.formats.parquet import parquet
+from grainfn._src.formats.tfrecord import tfrecord
 
 
 class ParquetIterDataset(IterDataset[dict[str, Any]]):
@@ -63,3 +64,38 @@ class ParquetIterDataset(IterDataset[dict[str, Any]]):
                 f"set_slice({sl!r}) leaves no file to read; ParquetIterDataset reads at least one."
             )
         self._core = parquet(self._paths, **self._read_kwargs)
+
+
+class TFRecordIterDataset(IterDataset[bytes]):
+    """The records of a TFRecord file, as `bytes`: Grain's `experimental.TFRecordIterDataset`.
+
+    An iterator's state is the byte offset of the next record, so restoring
+    it seeks there (Grain's own state, `{"reader_offset": n}`, is read too).
+    The length's checksum of every record is checked, and with
+    `verify_data_crc=True` (grainfn's option) the data's checksum too; a
+    truncated or corrupt record is a ValueError naming the file and the offset.
+
+    Args:
+        path: A local, uncompressed TFRecord file.
+        verify_data_crc: Also check each record's data checksum.
+
+    Examples:
+        >>> import os, tempfile
+        >>> from grainfn.fn import write_tfrecords
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> file = write_tfrecords(os.path.join(folder.name, "x.tfrecord"), [b"a", b"bb", b"c"])
+        >>> it = iter(TFRecordIterDataset(file).map(len))
+        >>> next(it)
+        1
+        >>> saved = it.get_state()
+        >>> list(it)
+        [2, 1]
+        >>> it.set_state(saved)
+        >>> next(it)
+        2
+        >>> folder.cleanup()
+    """
+
+    def __init__(self, path: Any, *, verify_data_crc: bool = False) -> None:
+        super().__init__()
+        self._core = tfrecord(path, verify_data_crc=verify_data_crc)

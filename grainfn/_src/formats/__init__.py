@@ -1,1 +1,1 @@
-"""File formats: ArrayRecord and Parquet."""
+"""File formats: ArrayRecord, Parquet, TFRecord, and data sources in shared memory."""
