@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# `grainfn.checkpoint` loads Orbax and JAX (about a second); the other two are
+# `grainfn.checkpoint` loads Orbax and JAX (about a second); the others are
 # parts of Grain's surface most programs never touch.
 __getattr__, __dir__, __all__ = lazy_attributes(
-    globals(), submodules=("checkpoint", "experimental", "python")
+    globals(), submodules=("checkpoint", "experimental", "multiprocessing", "python")
 )

@@ -13,6 +13,7 @@ from grainfn._src.facade.loader import DataLoader, load
 from grainfn._src.facade.loader import DataLoaderIterator as PyGrainDatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
+from grainfn._src.formats.shared_array import SharedMemoryArray
 from grainfn._src.formats.shared_list import SharedMemoryDataSource as InMemoryDataSource
 from grainfn._src.loader.legacy import (
     BatchOperation,
@@ -69,6 +70,7 @@ __all__ = [
     "SequentialSampler",
     "ShardByJaxProcess",
     "ShardOptions",
+    "SharedMemoryArray",
     "Transformation",
     "Transformations",
     "experimental",
