@@ -45,6 +45,7 @@ from grainfn._src.inspect.element_spec import ShapeDtypeStruct as ShapeDtypeStru
 from grainfn._src.inspect.element_spec import ShapeDtypeStructProtocol as ShapeDtypeStructProtocol
 from grainfn._src.inspect.element_spec import get_element_spec as get_element_spec
 from grainfn._src.lazy import lazy_attributes
+from grainfn._src.loader.pack_and_batch import PackAndBatchOperation as PackAndBatchOperation
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
 from grainfn._src.transforms import FlatMapTransform as FlatMapTransform
 from grainfn._src.transforms import MapWithIndexTransform as MapWithIndexTransform

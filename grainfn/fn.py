@@ -97,5 +97,7 @@ if TYPE_CHECKING:
     from grainfn._src.packing import first_fit_pack as first_fit_pack
     from grainfn._src.packing.concat_then_split import ConcatThenSplitState as ConcatThenSplitState
     from grainfn._src.packing.concat_then_split import concat_then_split as concat_then_split
+    from grainfn._src.packing.pack_and_batch import PackAndBatchState as PackAndBatchState
+    from grainfn._src.packing.pack_and_batch import pack_and_batch as pack_and_batch
 
 __getattr__, __dir__, __all__ = lazy_attributes(globals())

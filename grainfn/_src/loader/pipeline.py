@@ -3,11 +3,12 @@
 The records of one shard (`sampled`) go through the operations as record
 functions. Everything stays map-level as long as the order allows: maps,
 random maps, filters (which leave holes) and batches of consecutive records.
-The first batch after a filter, and any flat_map, turn the dataset into a
-stream (`from_dataset` with the read options), and what follows runs on the
-stream. So with workers, all the map-level work (reading included) runs in
-the worker processes, and the many-to-one steps after it run here; the
-elements and states are those of the same pipeline without workers.
+The first batch after a filter, and any flat_map or PackAndBatchOperation,
+turn the dataset into a stream (`from_dataset` with the read options), and
+what follows runs on the stream. So with workers, all the map-level work
+(reading included) runs in the worker processes, and the many-to-one steps
+after it run here; the elements and states are those of the same pipeline
+without workers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
 from grainfn._src.loader import legacy
 from grainfn._src.loader import operations as ops
+from grainfn._src.loader.pack_and_batch import PackAndBatchOperation
 from grainfn._src.loader.records import record_data
 from grainfn._src.loader.sampled import sampled
 from grainfn._src.loader.sharding import ShardOptions
@@ -76,6 +78,7 @@ OPERATIONS: tuple[tuple[type[Any], str, str], ...] = (
     (transforms.TfRandomMap, "random_map", "np_random_map"),
     (legacy.FilterOperation, "filter", "condition_function"),
     (legacy.BatchOperation, "batch", "batch_fn"),
+    (PackAndBatchOperation, "pack_and_batch", "__call__"),
 )
 """What a DataLoader takes: Grain's transformations (their one table) and legacy operations."""
 
@@ -90,6 +93,8 @@ _RECORD_FUNCTIONS: dict[str, Callable[[Any], Any]] = {
 def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -> Any:
     step = transforms.step_of(operation, OPERATIONS)
     assert step is not None, "checked by check_operation"
+    if step.stage == "pack_and_batch":
+        return operation.stream(to_stream(data))
     if step.stage == "batch":
         if isinstance(data, Dataset) and upstream_holes(data) is not None:
             data = to_stream(data)
