@@ -330,9 +330,9 @@ def test_state_of_other_operations_is_refused() -> None:
 
 
 def test_grain_state_and_garbage_are_refused() -> None:
-    grain_state = json.dumps({"version": 2, "last_seen_indices": {"0": 3}}).encode()
-    with pytest.raises(ValueError, match="written by Grain's DataLoader"):
-        iter(make()).set_state(grain_state)
+    truncated_grain_state = json.dumps({"version": 2, "last_seen_indices": {"0": 3}}).encode()
+    with pytest.raises(ValueError, match="This is not a DataLoader state"):
+        iter(make()).set_state(truncated_grain_state)
     with pytest.raises(ValueError, match="not valid JSON"):
         iter(make()).set_state(b"{not json")
     truncated = json.loads(state_after(make()))

@@ -10,32 +10,59 @@ its part of Grain's nested dict:
   parent's state;
 - `random_map`: `{"parent": ..., "index_for_rng": n}`;
 - `map_with_index`: `{"parent": ..., "counter": n}`;
-- `IterDataset.mix`: `{"parents": [...] or {name: ...}, "index": i, "stop": bool}`.
+- `IterDataset.mix`: `{"parents": [...] or {name: ...}, "index": i, "stop": bool}`;
+- `LimitIterDataset`: `{"parent": ..., "count_elements_read": n}`;
+- `RepeatIterDataset`: `{"parent": ..., "epoch": e}`;
+- `ZipIterDataset`: `{"parents": [...]}`;
+- `WindowShuffleIterDataset`: `{"parent_window_start_state": ..., "window_index": w,
+  "pos_in_window": p}`;
+- `FlatMapIterDataset`: `{"parent": ..., "next_index_in_buffer": k}`;
+- `FirstFitPackIterDataset` and `BestFitPackIterDataset`: `{"parent": ..., "next_row": r,
+  "counter": n}`;
+- `InterleaveIterDataset`: the slot visited next, the next dataset to open, and
+  each slot's dataset, state and whether it ran out;
+- `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record.
 
-Any other stage is refused with a message naming it: its Grain state does
-not determine grainfn's.
+Any other stage (concat-then-split, rebatch, a user's own iterator, Grain's
+`mp_prefetch`, whose state splits the position between its workers) is
+refused with a message naming it: its Grain state does not determine
+grainfn's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
+from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
+from grainfn._src.packing.stream import PackedStream, PackState
+from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.batch import BatchedStream
 from grainfn._src.stages.filter import FilteredStream
+from grainfn._src.stages.flat_map import FlatMappedStream, SplitState
+from grainfn._src.stages.interleave import (
+    InterleavedDatasetsStream,
+    InterleavedStream,
+    InterleaveSlot,
+    InterleaveState,
+)
+from grainfn._src.stages.limit import LimitedStream, LimitState
 from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream, RandomMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
+from grainfn._src.stages.repeat import RepeatedStream, RepeatState
+from grainfn._src.stages.window_shuffle import WindowShuffledStream, WindowShuffleState
+from grainfn._src.stages.zip import ZippedStream, ZipState
 
 _SAME_STATE = (MappedStream, FilteredStream, BatchedStream)
 """Stages whose Grain state is their parent's, as grainfn's is; so is a transparent
 stage's (prefetch, options, cache)."""
 
 
-def looks_like_grain(state: Any) -> bool:
-    """Whether a state dict is Grain's own (grainfn's name their version and pipeline)."""
-    return isinstance(state, dict) and "version" not in state and "pipeline" not in state
+_GRAIN_PREFETCH_KEYS = {"workers_state", "iterators_in_use_indices"}
+"""Keys of Grain's mp_prefetch state: one iterator per worker, each over its slice of the data."""
 
 
 def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
@@ -54,32 +81,125 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
     if isinstance(stream, FromDatasetStream):
         return records.DatasetPosition(_count(state, "next_index", path))
     if isinstance(stream, _SAME_STATE) or stream.transparent:
+        grain_prefetch = isinstance(state, dict) and bool(_GRAIN_PREFETCH_KEYS & state.keys())
+        if isinstance(stream, PrefetchedStream) and grain_prefetch:
+            raise ValueError(
+                f"Grain's {path} is the state of its mp_prefetch, which splits the position "
+                "between its worker processes; it does not determine grainfn's (whose workers "
+                "never split the data). Restart the data position for this pipeline, or save "
+                "Grain's state from a pipeline without mp_prefetch."
+            )
         (parent,) = stream.parents
         return from_grain(parent, state, path)
-    if isinstance(stream, RandomMappedStream | IndexMappedStream):
-        key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
-        parent = from_grain(stream.parent, _field(state, "parent", path), f"{path}.parent")
-        return CountState(_count(state, key, path), parent)
-    if isinstance(stream, MixedStream):
-        parents = _field(state, "parents", path)
-        if isinstance(parents, dict) and stream.names is not None:  # a mix of named components
-            parents = [parents.get(name) for name in stream.names]
-        if not isinstance(parents, list) or len(parents) != len(stream.components):
-            raise ValueError(
-                f"Grain's {path}.parents must list {len(stream.components)} component states, "
-                f"got {parents!r}."
-            )
-        components = tuple(
-            from_grain(c, s, f"{path}.parents[{i}]")
-            for i, (c, s) in enumerate(zip(stream.components, parents))
+    read = _READERS.get(type(stream))
+    if read is None:
+        raise ValueError(
+            f"A state written by Grain cannot be read for the stage {stream.describe_stage()!r}: "
+            "its Grain state does not determine grainfn's. Grain states are read for "
+            "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix, limit, "
+            "repeat, zip, window shuffle, flat_map, first-fit and best-fit packing, "
+            "interleave, TFRecordIterDataset and the prefetch stages; restart the data "
+            "position for this pipeline."
         )
-        return MixState(_count(state, "index", path), bool(_field(state, "stop", path)), components)
-    raise ValueError(
-        f"A state written by Grain cannot be read for the stage {stream.describe_stage()!r}: "
-        "its Grain state does not determine grainfn's. Grain states are read for "
-        "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix and the "
-        "prefetch stages; restart the data position for this pipeline."
+    return read(stream, state, path)
+
+
+def _parent(stream: Any, state: Any, path: str, key: str = "parent") -> Any:
+    """The record of `stream.parent` from Grain's `state[key]`."""
+    return from_grain(stream.parent, _field(state, key, path), f"{path}.{key}")
+
+
+def _counted(stream: Any, state: Any, path: str) -> CountState:
+    key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
+    return CountState(_count(state, key, path), _parent(stream, state, path))
+
+
+def _mixed(stream: MixedStream, state: Any, path: str) -> MixState:
+    parents = _field(state, "parents", path)
+    if isinstance(parents, dict) and stream.names is not None:  # a mix of named components
+        parents = [parents.get(name) for name in stream.names]
+    components = _each(stream.components, parents, path)
+    return MixState(_count(state, "index", path), bool(_field(state, "stop", path)), components)
+
+
+def _zipped(stream: ZippedStream, state: Any, path: str) -> ZipState:
+    return ZipState(False, _each(stream.components, _field(state, "parents", path), path))
+
+
+def _each(streams: tuple[Stream[Any], ...], states: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(states, list) or len(states) != len(streams):
+        raise ValueError(
+            f"Grain's {path}.parents must list {len(streams)} component states, got {states!r}."
+        )
+    return tuple(
+        from_grain(c, s, f"{path}.parents[{i}]") for i, (c, s) in enumerate(zip(streams, states))
     )
+
+
+def _limited(stream: LimitedStream, state: Any, path: str) -> LimitState:
+    return LimitState(_count(state, "count_elements_read", path), _parent(stream, state, path))
+
+
+def _repeated(stream: RepeatedStream, state: Any, path: str) -> RepeatState:
+    return RepeatState(_count(state, "epoch", path), _parent(stream, state, path))
+
+
+def _window_shuffled(stream: WindowShuffledStream, state: Any, path: str) -> WindowShuffleState:
+    parent = _parent(stream, state, path, "parent_window_start_state")
+    window, emitted = _count(state, "window_index", path), _count(state, "pos_in_window", path)
+    return WindowShuffleState(window, emitted, parent)
+
+
+def _flat_mapped(stream: FlatMappedStream, state: Any, path: str) -> SplitState:
+    return SplitState(_count(state, "next_index_in_buffer", path), _parent(stream, state, path))
+
+
+def _packed(stream: PackedStream, state: Any, path: str) -> PackState:
+    row, emitted = _count(state, "next_row", path), _count(state, "counter", path)
+    return PackState(row, emitted, _parent(stream, state, path))
+
+
+def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
+    datasets = _field(state, "iterators_in_use_indices", path)
+    states = _field(state, "iterators_in_use_states", path)
+    exhausted = _field(state, "exhausted", path)
+    lists = all(isinstance(value, list) for value in (datasets, states, exhausted))
+    if not lists or not len(datasets) == len(states) == len(exhausted) == stream.slots:
+        raise ValueError(
+            f"Grain's {path} must hold the datasets, states and `exhausted` flags of "
+            f"{stream.slots} slots, got {state!r}."
+        )
+    slots = tuple(
+        InterleaveSlot(
+            dataset,
+            bool(ended),
+            from_grain(stream.stream_at(dataset), inner, f"{path}.iterators_in_use_states[{i}]"),
+        )
+        for i, (dataset, inner, ended) in enumerate(zip(datasets, states, exhausted))
+    )
+    slot = _count(state, "next_index_in_cycle", path)
+    return InterleaveState(slot, _count(state, "next_index_in_datasets", path), slots)
+
+
+def _tfrecord(stream: TFRecordStream, state: Any, path: str) -> TFRecordPosition:
+    return TFRecordPosition(_count(state, "reader_offset", path))
+
+
+_READERS: dict[type, Callable[[Any, Any, str], Any]] = {
+    TFRecordStream: _tfrecord,
+    RandomMappedStream: _counted,
+    IndexMappedStream: _counted,
+    MixedStream: _mixed,
+    ZippedStream: _zipped,
+    LimitedStream: _limited,
+    RepeatedStream: _repeated,
+    WindowShuffledStream: _window_shuffled,
+    FlatMappedStream: _flat_mapped,
+    PackedStream: _packed,
+    InterleavedStream: _interleaved,
+    InterleavedDatasetsStream: _interleaved,
+}
+"""How each stage with a state of its own reads Grain's state of the same stage."""
 
 
 def _field(state: Any, key: str, path: str) -> Any:

@@ -11,7 +11,6 @@ from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade import grain_states
 
 T = TypeVar("T")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")
@@ -121,7 +120,10 @@ class DatasetIterator(CheckpointableIterator[T]):
                 is truncated, or is Grain's for a stage whose position it does
                 not determine; the message names what differs.
         """
-        if grain_states.looks_like_grain(state):
+        if looks_like_grain(state):
+            # Imported here: it knows every stage, packing and file formats included.
+            from grainfn._src.facade import grain_states
+
             record = grain_states.from_grain(self._codec.stream, state)
             self._codec.stream.check_state(record)
             self.restart_at(record)
@@ -150,3 +152,8 @@ class DatasetIterator(CheckpointableIterator[T]):
     def __repr__(self) -> str:
         lines = "\n".join("  " + line for line in self._codec.pipeline)
         return f"DatasetIterator at {self._core.state} of:\n{lines}"
+
+
+def looks_like_grain(state: Any) -> bool:
+    """Whether a state dict is Grain's own (grainfn's name their version and pipeline)."""
+    return isinstance(state, dict) and "version" not in state and "pipeline" not in state

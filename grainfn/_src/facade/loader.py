@@ -10,7 +10,7 @@ import numpy as np
 
 from grainfn._src.core import validate
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
+from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.loader.pipeline import check_operation, is_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
@@ -178,12 +178,20 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
     def set_state(self, state: bytes | str | dict[str, Any]) -> None:
         """Continues from a state `get_state` returned for this loader (with any worker count).
 
+        A state Grain's own DataLoader wrote for the same sampler and source is
+        taken too, where it determines grainfn's position: with 0 or 1
+        workers for any operations but FlatMap, with more for maps only (see
+        `grainfn._src.facade.grain_loader_states`).
+
         Raises:
             ValueError: if the state is not JSON, or belongs to another loader
                 (source, sampler or operations) or version; the message says
                 what differs.
         """
         data = _parse_state(state)
+        if "parent" in data and looks_like_grain(data):  # Grain's loader over datasets
+            self._iterator.set_state(data)
+            return
         if not any(field in data for field in (*LOADER_FIELDS, "state")):
             raise ValueError(
                 f"This is not a DataLoader state: get_state() of a DataLoader iterator gives JSON "
@@ -198,6 +206,15 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                     f"State belongs to another DataLoader: its {field} is {data[field]!r}, "
                     f"this loader's is {self._identity[field]!r}."
                 )
+        if "last_seen_indices" in data:  # written by Grain's DataLoader
+            # Imported here: reading Grain's states is for runs moving from Grain, once.
+            from grainfn._src.facade.grain_loader_states import loader_from_grain
+
+            stream = self._iterator.core.stream
+            record = loader_from_grain(stream, data, self._loader.shard_options)
+            stream.check_state(record)
+            self._iterator.restart_at(record)
+            return
         self._iterator.set_state(
             {
                 key: value
@@ -304,9 +321,4 @@ def _parse_state(state: Any) -> dict[str, Any]:
         raise ValueError(f"DataLoader state is not valid JSON ({error}).") from None
     if not isinstance(data, dict):
         raise ValueError(f"DataLoader state must be a JSON object, got {type(data).__name__}.")
-    if "last_seen_indices" in data:
-        raise ValueError(
-            "This state was written by Grain's DataLoader; grainfn cannot continue from it. "
-            "Pass a state that get_state() of a grainfn DataLoader iterator returned."
-        )
     return data

@@ -108,7 +108,10 @@ class _FlatMapCursor(BaseCursor):
         self.parts: Sequence[Any] = ()
         self.offset = 0
         if state.taken:
-            self._split_next()
+            try:
+                self._split_next()
+            except StopIteration:  # a state at the end (as Grain writes it): nothing is left
+                return
             self.offset = state.taken
 
     def _split_next(self) -> None:

@@ -1,0 +1,134 @@
+"""DataLoader states written by Grain, read into grainfn's loader where the mapping is exact.
+
+Grain's DataLoader state names the last sampler index each worker returned
+(`last_seen_indices`) and the worker that returned the last element. Shard
+`s` of `n` reads sampler indices `s, s + n, ...`, so the last index says how
+many records of the shard were taken: `p = (last + n - s) / n`. grainfn's
+loader is a pipeline over those records, and its state at record `p` follows
+from the stages: maps and filters keep the record position, a map-level
+batch divides it, and a stream batch or filter has its parent's state
+between elements.
+
+Without workers, or with one, Grain returns the records in sampler order,
+as grainfn does, for every operation. With more workers Grain's order
+depends on their number (each worker batches and filters its own records),
+so only one-to-one operations (map, random map, map with index) map
+exactly; the rest are refused. (With a `FlatMap`, Grain's DataLoader runs as
+a dataset pipeline and writes that pipeline's state instead, which
+`grainfn._src.facade.grain_states` reads.)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from grainfn._src.core import state as records
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.stream import Stream
+from grainfn._src.loader.sampled import SampledDataset
+from grainfn._src.loader.sharding import ShardOptions
+from grainfn._src.stages.batch import BatchedDataset, BatchedStream
+from grainfn._src.stages.filter import FilteredDataset, FilteredStream
+from grainfn._src.stages.map import MappedDataset, MappedStream
+
+
+def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
+    """How many records of `shard` Grain's DataLoader `state` says were taken.
+
+    Examples:
+        >>> state = {"worker_count": 0, "last_seen_indices": {"0": 5}, "last_worker_index": -1}
+        >>> records_taken(state, ShardOptions(1, 2))  # indices 1, 3, 5 of shard 1 of 2
+        3
+    """
+    workers = _integer(state, "worker_count")
+    last_seen = state.get("last_seen_indices")
+    last_worker = _integer(state, "last_worker_index", least=-1)
+    if not isinstance(last_seen, dict):
+        raise ValueError(
+            f"Grain's DataLoader state should map worker numbers to indices in "
+            f"'last_seen_indices', got {last_seen!r}."
+        )
+    if workers and last_worker < 0:  # no worker returned anything yet
+        return 0
+    key = str(last_worker) if workers else "0"
+    last = last_seen.get(key)
+    if isinstance(last, bool) or not isinstance(last, int):
+        raise ValueError(
+            f"Grain's DataLoader state has no index for worker {key} in 'last_seen_indices' "
+            f"({last_seen!r}): it is not the state of a DataLoader that returned records."
+        )
+    count, start = shard.shard_count, shard.shard_index
+    taken, off = divmod(last + count - start, count)
+    if off or taken < 0:
+        raise ValueError(
+            f"Grain's DataLoader state names sampler index {last}, which shard {start} of "
+            f"{count} does not read: the state belongs to another shard or loader."
+        )
+    return taken
+
+
+def loader_from_grain(stream: Stream[Any], state: dict[str, Any], shard: ShardOptions) -> Any:
+    """The record of a DataLoader's `stream` at the position Grain's DataLoader `state` names.
+
+    Raises:
+        ValueError: for a state that does not fit the shard, or where Grain's
+            order differs from grainfn's (more than one worker and an
+            operation other than a map), naming the stage.
+    """
+    one_to_one = _integer(state, "worker_count") > 1
+    return _at_record(stream, records_taken(state, shard), one_to_one)
+
+
+def _at_record(stream: Any, taken: int, one_to_one: bool) -> Any:
+    if isinstance(stream, FromDatasetStream):
+        return records.DatasetPosition(_position(stream.dataset, taken, one_to_one))
+    many = isinstance(stream, (FilteredStream, BatchedStream))
+    if stream.transparent or isinstance(stream, MappedStream) or (many and not one_to_one):
+        (parent,) = stream.parents
+        return _at_record(parent, taken, one_to_one)
+    raise _refused(stream, one_to_one)
+
+
+def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
+    """The position in `dataset` after the first `taken` records of the shard."""
+    if isinstance(dataset, SampledDataset):
+        return taken
+    many = isinstance(dataset, (FilteredDataset, BatchedDataset))
+    if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):
+        raise _refused(dataset, one_to_one)
+    (parent,) = dataset.parents
+    position = _position(parent, taken, one_to_one)
+    if not isinstance(dataset, BatchedDataset):
+        return position
+    size = dataset.batch_size
+    if position % size and position != parent.length:  # only the last batch may be short
+        raise ValueError(
+            f"Grain's DataLoader state names record {position}, inside a batch of {size}: "
+            "it is the state of another loader."
+        )
+    return math.ceil(position / size)
+
+
+def _refused(stage: Any, one_to_one: bool) -> ValueError:
+    why = (
+        "with more than one worker, Grain's order depends on the worker count (each worker "
+        "batches and filters its own records), so only maps carry over"
+        if one_to_one
+        else "its Grain state does not determine grainfn's"
+    )
+    return ValueError(
+        f"A DataLoader state written by Grain cannot be read for the stage "
+        f"{stage.describe_stage()!r}: {why}. Restart the data position, or save Grain's "
+        "state with worker_count=0."
+    )
+
+
+def _integer(state: dict[str, Any], key: str, least: int = 0) -> int:
+    value = state.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(
+            f"Grain's DataLoader state should hold an integer >= {least} in {key!r}, got {value!r}."
+        )
+    return value
