@@ -67,5 +67,5 @@ __version__ = "0.1.0"
 # `grainfn.checkpoint` loads Orbax and JAX (about a second); the others are
 # parts of Grain's surface most programs never touch.
 __getattr__, __dir__, __all__ = lazy_attributes(
-    globals(), submodules=("checkpoint", "experimental", "multiprocessing", "python")
+    globals(), submodules=("checkpoint", "constants", "experimental", "multiprocessing", "python")
 )

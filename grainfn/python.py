@@ -7,6 +7,7 @@ import importlib
 from typing import Any
 
 from grainfn import experimental
+from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.loader import DataLoader, load
@@ -37,8 +38,24 @@ from grainfn._src.transforms import FlatMap as FlatMapTransform
 from grainfn._src.transforms import Map as MapTransform
 from grainfn._src.transforms import MapWithIndex as MapWithIndexTransform
 from grainfn._src.transforms import RandomMap as RandomMapTransform
+from grainfn.constants import (
+    DATASET_INDEX,
+    EPOCH,
+    INDEX,
+    META_FEATURES,
+    RECORD,
+    RECORD_KEY,
+    SEED,
+)
 
 __all__ = [
+    "DATASET_INDEX",
+    "EPOCH",
+    "INDEX",
+    "META_FEATURES",
+    "RECORD",
+    "RECORD_KEY",
+    "SEED",
     "ArrayRecordDataSource",
     "Batch",
     "BatchOperation",
@@ -73,6 +90,7 @@ __all__ = [
     "SharedMemoryArray",
     "Transformation",
     "Transformations",
+    "config",
     "experimental",
     "load",
 ]

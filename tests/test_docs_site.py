@@ -29,6 +29,8 @@ API_PAGES = {
     "sources": "grainfn.sources",
     "checkpoint": "grainfn.checkpoint",
     "testing": "grainfn.testing",
+    "multiprocessing": "grainfn.multiprocessing",
+    "constants": "grainfn.constants",
     "python": "grainfn.python",
 }
 

@@ -79,3 +79,21 @@ def test_a_subclass_keeps_its_parent_objects_like_grain() -> None:
         assert doubled.parents[0] is parent
         assert [doubled[i] for i in range(4)] == [0, 2, 4, 6]
         assert list(doubled.map(lambda x: x + 1)) == [1, 3, 5, 7]
+
+
+def test_the_migration_guide_lists_every_grain_name_and_grainfn_has_them() -> None:
+    import importlib
+    import re
+    from pathlib import Path
+
+    guide = Path(__file__).resolve().parents[2] / "docs" / "migrating-from-grain.md"
+    rows = re.findall(r"^\| `(grain[\w.]*)` \| (.*?) \| (.*?) \|$", guide.read_text(), re.M)
+    listed = {module: re.findall(r"`(\w+)`", names) for module, names, _ in rows}
+    absent = {"grain": {"monitoring", "proto"}, "grain.proto": {"execution_summary_pb2"}}
+    assert set(listed) >= {"grain", "grain.experimental", "grain.python", "grain.transforms"}
+    for module, names in listed.items():
+        theirs = importlib.import_module(module)
+        assert names == sorted(n for n in dir(theirs) if not n.startswith("_")), module
+        ours = None if module == "grain.proto" else importlib.import_module("grainfn" + module[5:])
+        missing = {n for n in names if ours is None or not hasattr(ours, n)}
+        assert missing == absent.get(module, set()), module
