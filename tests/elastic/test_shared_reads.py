@@ -9,17 +9,20 @@ fails or waits.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, note
+from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 import grainfn
 import grainfn.testing
 from grainfn import fn
 from grainfn._src.core.dataset import INFINITE
+from grainfn._src.core.filter_check import NO_CHECK, FilterCheck
+from grainfn._src.core.reading import CheckedDatasetCursor, FromDatasetStream
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.reads import SeparateReads, SharedReads, shared_dataset
@@ -44,40 +47,74 @@ def digests(blocks: list[list[list[Any]]]) -> list[list[list[str]]]:
     return [[[repr(e) for e in chunk] for chunk in chunks] for chunks in blocks]
 
 
+checks = st.sampled_from([NO_CHECK, FilterCheck(0.9, None), FilterCheck(None, 0.4)])
+
+
+def windows(reads: SeparateReads | SharedReads) -> list[tuple[int, int]] | None:
+    """Each shard's filter-check window: positions until it is full, holes seen in it."""
+    if isinstance(reads, SharedReads):
+        found = reads.windows or []
+    else:
+        found = [
+            s.cursor.window for s in reads.shards if isinstance(s.cursor, CheckedDatasetCursor)
+        ]
+    return [(w.left, w.dropped) for w in found] or None
+
+
+long_datasets = grainfn.testing.datasets(
+    fn.range(3000), maps=grainfn.testing.MAPS, filters=grainfn.testing.FILTERS
+)
+"""Pipelines long enough for a filter-check window (1000 positions per shard) to fill."""
+
+
 @given(
-    grainfn.testing.datasets(),
+    st.one_of(grainfn.testing.datasets(), long_datasets),
     stream_maps_and_filters,
     st.sampled_from([1, 2, 3, 4]),
     st.integers(1, 3),
-    st.lists(st.integers(1, 12), min_size=1, max_size=8),
+    st.lists(st.integers(1, 12) | st.integers(100, 400), min_size=1, max_size=8),
+    checks,
 )
 def test_shared_reads_hand_out_the_blocks_and_states_of_separate_reads(
-    ds: fn.Dataset, stages: list[Any], count: int, rows: int, sizes: list[int]
+    ds: fn.Dataset,
+    stages: list[Any],
+    count: int,
+    rows: int,
+    sizes: list[int],
+    check: FilterCheck,
 ) -> None:
     assume(ds.length < INFINITE)  # a shard of an endless dataset that a filter empties never ends
     stream = fn.from_dataset(ds)
     for stage in stages:
         stream = stage(stream)
     shards = shards_of(stream, count)
+    if all(isinstance(shard, FromDatasetStream) for shard in shards):
+        shards = [dataclasses.replace(shard, check=check) for shard in shards]
     shared = shared_dataset(shards)
     assume(shared is not None)  # a stream filter over a dataset with holes stays a stream stage
-    note(f"{stream!r}\nsizes {sizes}, rows {rows}")
+    note(f"{stream!r}\nsizes {sizes}, rows {rows}, {check}")
     starts = [shard.init() for shard in shards]
-    together = SharedReads(shared, shards, starts, rows)  # type: ignore[arg-type]
+    together = SharedReads(shared, shards, starts, rows)
     alone = SeparateReads(shards, starts, rows)
     for size in (s * rows for s in sizes):
         try:
             expected = alone.read(size)
-        except (ValueError, TypeError):
-            return  # the pipeline itself fails (a ragged batch inside it): the error test covers it
+        except (ValueError, TypeError) as error:  # a ragged batch inside, or the filter check
+            with pytest.raises(type(error)) as caught:
+                together.read(size)
+            assert str(caught.value) == str(error)
+            return
         assert digests(together.read(size)) == digests(expected)
         assert together.starts() == alone.starts()
+        assert windows(together) == windows(alone)
         chunks = min(len(c) for c in expected)
         for used in range(chunks + 1):
             assert together.states(used) == alone.states(used)
         if any(len(c) * rows < size for c in expected):
             return  # a shard ended
-    assert together.separate is None  # nothing failed or waited: every block was read together
+    # Reading past what is needed may reach a position that fails (a ragged batch there), and
+    # then the shards' own cursors read on; otherwise every block was read together.
+    event("read together" if together.separate is None else "handed over")
 
 
 def keep(x: int) -> bool:
@@ -162,3 +199,29 @@ def test_without_threads_a_waiting_read_stays_shared() -> None:
     it = fn.iterate(host_stream(stream, Layout(8, 4)))
     list(it)
     assert it._cursor.reads.separate is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("raise_ratio", [None, 0.9])
+def test_the_filter_check_counts_and_raises_as_each_shards_own_cursor(
+    raise_ratio: float | None,
+) -> None:
+    check = FilterCheck(None, raise_ratio) if raise_ratio else FilterCheck(0.99, None)
+    rare = fn.filter(lambda x: x % 20 == 0, fn.from_dataset(fn.shuffle(fn.range(40_000), seed=2)))
+    shards = [dataclasses.replace(shard, check=check) for shard in shards_of(rare, 4)]
+    shared = shared_dataset(shards)
+    assert shared is not None
+    starts = [shard.init() for shard in shards]
+    together, alone = SharedReads(shared, shards, starts, 2), SeparateReads(shards, starts, 2)
+    for read, size in enumerate([2, 8, 32, 64, 64, 64, 64, 64]):
+        try:
+            expected = alone.read(size)
+        except ValueError as error:
+            assert raise_ratio is not None and read > 0
+            with pytest.raises(ValueError) as caught:
+                together.read(size)
+            assert str(caught.value) == str(error)
+            assert "skipping filtered positions dropped 9" in str(error)
+            return
+        assert digests(together.read(size)) == digests(expected)
+        assert windows(together) == windows(alone)
+    assert raise_ratio is None and together.separate is None

@@ -14,7 +14,9 @@ Neither changes the elements or the states.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
+import operator
 from typing import Any
 
 from grainfn._src.core.dataset import Dataset
@@ -58,12 +60,39 @@ _warned = False  # the warning is logged once per process, as Grain logs it
 
 
 class FilterWindow:
-    """One reader's window: call `full(dropped)` when `WINDOW` elements have been seen."""
+    """One reader's window: `left` elements until it is full, `dropped` of those seen in it.
 
-    __slots__ = ("check", "stage")
+    Readers count into `left` and `dropped` themselves where that is their hot
+    loop, and call `full(dropped)` when `WINDOW` elements have been seen; or
+    hand what they read to `see`.
+    """
+
+    __slots__ = ("check", "dropped", "left", "stage")
 
     def __init__(self, check: FilterCheck, stage: str) -> None:
         self.check, self.stage = check, stage
+        self.left, self.dropped = WINDOW, 0
+
+    def see(self, seen: list[Any]) -> None:
+        """Counts `seen` (None where an element was dropped), judging each window that fills.
+
+        Examples:
+            >>> window = FilterWindow(FilterCheck(None, 0.5), "filter(f)")
+            >>> window.see([1, None] * 300)  # 600 seen, 300 dropped: no window is full
+            >>> window.left, window.dropped
+            (400, 300)
+            >>> window.see([None] * 400)
+            Traceback (most recent call last):
+            ...
+            ValueError: filter(f) dropped 70.00% of the last 1000 elements it saw, ...
+        """
+        while len(seen) >= self.left:  # a window fills inside `seen`
+            head, seen = seen[: self.left], seen[self.left :]
+            dropped = self.dropped + holes(head)
+            self.left, self.dropped = WINDOW, 0
+            self.full(dropped)
+        self.left -= len(seen)
+        self.dropped += holes(seen)
 
     def full(self, dropped: int) -> None:
         """Judges a full window in which `dropped` elements were dropped.
@@ -92,6 +121,17 @@ class FilterWindow:
                 WINDOW,
                 check.warn_ratio,
             )
+
+
+def holes(seen: list[Any]) -> int:
+    """How many of `seen` are None (by identity: `list.count` would compare arrays with ==).
+
+    Examples:
+        >>> import numpy as np
+        >>> holes([None, np.arange(3), None])
+        2
+    """
+    return sum(map(operator.is_, seen, itertools.repeat(None)))
 
 
 WARN_SETTING, RAISE_SETTING = "filter_warn_threshold_ratio", "filter_raise_threshold_ratio"

@@ -128,29 +128,30 @@ class CheckedDatasetCursor(DatasetCursor):
 
     def __init__(self, reader: BlockReader, window: FilterWindow) -> None:
         super().__init__(reader, allow_nones=False)
-        self.window = window
-        self.left, self.dropped = WINDOW, 0  # positions until the window is full; holes in it
+        self.window = window  # it counts the positions until it is full, and the holes in it
 
     def next(self) -> Any:
-        left, dropped = self.left, self.dropped
+        window = self.window
+        left, dropped = window.left, window.dropped
         while True:
             for element in self.iterator:
                 left -= 1
                 if element is None:
                     dropped += 1
                 if not left:
-                    self.left, self.dropped = WINDOW, 0
-                    self.window.full(dropped)
+                    window.left, window.dropped = WINDOW, 0
+                    window.full(dropped)
                     left, dropped = WINDOW, 0
                 if element is not None:
-                    self.left, self.dropped = left, dropped
+                    window.left, window.dropped = left, dropped
                     return element
-            self.left, self.dropped = left, dropped
+            window.left, window.dropped = left, dropped
             self._refill()  # raises StopIteration at the end
 
     def next_many(self, count: int) -> list[Any]:
         out: list[Any] = []
-        left, dropped = self.left, self.dropped  # locals: this loop is hot
+        window = self.window
+        left, dropped = window.left, window.dropped  # locals: this loop is hot
         while len(out) < count:
             need = count - len(out)
             taken = list(itertools.islice(self.iterator, need))
@@ -161,28 +162,17 @@ class CheckedDatasetCursor(DatasetCursor):
                 dropped += size - len(kept)
                 out += kept
             else:
-                self.left, self.dropped = left, dropped
-                self._count(taken, out)
-                left, dropped = self.left, self.dropped
+                window.left, window.dropped = left, dropped
+                window.see(taken)
+                out.extend(e for e in taken if e is not None)
+                left, dropped = window.left, window.dropped
             if size < need:  # this block is used up
                 try:
                     self._refill()
                 except StopIteration:
                     break
-        self.left, self.dropped = left, dropped
+        window.left, window.dropped = left, dropped
         return out
-
-    def _count(self, taken: list[Any], out: list[Any]) -> None:
-        """Appends the elements of `taken` to `out`, judging every window that fills."""
-        while len(taken) >= self.left:  # a window fills inside `taken`
-            head, taken = taken[: self.left], taken[self.left :]
-            out.extend(e for e in head if e is not None)
-            dropped = self.dropped + head.count(None)
-            self.left, self.dropped = WINDOW, 0
-            self.window.full(dropped)
-        self.left -= len(taken)
-        self.dropped += taken.count(None)
-        out.extend(e for e in taken if e is not None)
 
 
 @toolz.curry

@@ -10,11 +10,12 @@ source pays a fixed cost per read, not per position, so that read costs
 about what one shard's read costs, where separate reads pay it per shard.
 
 Both hand out the same blocks and the same states: a shard's state is the
-position after its last element handed out, as its own cursor says. A
-shared read that fails, or that waits (on files, say) where the pipeline
-may read with threads, hands reading back to the shards' own cursors at
-their exact states; they raise the error as reading alone would, or read
-ahead in threads.
+position after its last element handed out, as its own cursor says; and
+with Grain's filter check, each shard's window counts the positions it read
+past, as its own cursor counts them. A shared read that fails, or that waits
+(on files, say) where the pipeline may read with threads, hands reading back
+to the shards' own cursors at their exact states, windows included; they
+raise the error as reading alone would, or read ahead in threads.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ import numpy as np
 
 from grainfn._src.core.blocks import WAITING_BLOCKS, reading_waits
 from grainfn._src.core.dataset import Dataset, upstream_holes
-from grainfn._src.core.filter_check import WithOptionsStream
-from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.filter_check import FilterCheck, FilterWindow, WithOptionsStream
+from grainfn._src.core.reading import CheckedDatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.core.stream import Cursor, Stream
@@ -83,9 +84,18 @@ class _ShardReader:
 class SeparateReads:
     """Every shard reads its blocks through its own cursor."""
 
-    def __init__(self, streams: Sequence[Stream[Any]], states: Sequence[Any], rows: int) -> None:
+    def __init__(
+        self,
+        streams: Sequence[Stream[Any]],
+        states: Sequence[Any],
+        rows: int,
+        windows: Sequence[FilterWindow] | None = None,
+    ) -> None:
         self.rows = rows
         self.shards = [_ShardReader(stream, state) for stream, state in zip(streams, states)]
+        for shard, window in zip(self.shards, windows or ()):  # the windows go on counting
+            if isinstance(shard.cursor, CheckedDatasetCursor):
+                shard.cursor.window = window
 
     def read(self, size: int) -> Blocks:
         """The next `size` elements of every shard, in chunks of `rows`."""
@@ -111,6 +121,8 @@ class SharedDataset:
     slices: tuple[SlicedDataset[Any], ...]
     holes: bool  # whether a filter leaves holes the shards skip
     threads: bool  # whether the shards may read ahead in threads
+    check: FilterCheck  # Grain's filter check, counted where there are holes
+    stage: str  # how the check names the reading, as each shard's own cursor does
 
 
 def shared_dataset(components: Sequence[Any]) -> SharedDataset | None:
@@ -129,9 +141,13 @@ def shared_dataset(components: Sequence[Any]) -> SharedDataset | None:
     dataset: Any = base.parent
     for layer in reversed(layers):
         dataset = with_parents(layer, (dataset,))
+    if len({component.check for component in components}) > 1:
+        return None
     holes = upstream_holes(dataset) is not None
     threads = any(component.threads for component in components)
-    return SharedDataset(dataset, tuple(s for _, s in peeled), holes, threads)
+    first = components[0]
+    stage = f"{first.describe_stage()} skipping filtered positions"
+    return SharedDataset(dataset, tuple(s for _, s in peeled), holes, threads, first.check, stage)
 
 
 def bare(component: Any) -> Any:
@@ -144,8 +160,6 @@ def bare(component: Any) -> Any:
 def _peeled(component: Any) -> tuple[list[Any], SlicedDataset[Any]] | None:
     """The maps and filters over a shard's slice (top first) and the slice, if that is all it is."""
     if type(component) is not FromDatasetStream or component.allow_nones:
-        return None
-    if component.check.active:  # the filter check counts each shard's own windows
         return None
     layers, dataset = [], component.dataset
     while isinstance(dataset, (MappedDataset, FilteredDataset)):  # elementwise: they commute
@@ -187,6 +201,11 @@ class SharedReads:
         self.read_positions, self.kept = 0, 0  # for the share of holes
         self.waiting = 0
         self.separate: SeparateReads | None = None
+        counts = shared.check.active and shared.holes
+        self.windows = (
+            [FilterWindow(shared.check, shared.stage) for _ in streams] if counts else None
+        )
+        self.seen: list[list[Any]] = [[] for _ in streams]  # read from the block starts on
 
     def read(self, size: int) -> Blocks:
         """The next `size` elements of every shard, in chunks of `rows`."""
@@ -194,22 +213,29 @@ class SharedReads:
             self._hand_over()
         if self.separate is None:
             try:
-                return self._read(size)
+                blocks, seen = self._read(size)
             except Exception:  # the shards' own cursors raise it where reading alone would
                 self._hand_over()
+            else:
+                if self.windows is not None:  # outside the try: a full window's error is final
+                    self._count(seen)
+                return blocks
         assert self.separate is not None
         return self.separate.read(size)
 
     def _hand_over(self) -> None:
-        self.separate = SeparateReads(self.streams, self.next_starts, self.rows)
-        self.ready = []
+        self.separate = SeparateReads(self.streams, self.next_starts, self.rows, self.windows)
+        self.ready, self.seen = [], []
 
-    def _read(self, size: int) -> Blocks:
+    def _read(self, size: int) -> tuple[Blocks, list[list[Any]]]:
         ready = [list(r) for r in self.ready]
         positions = list(self.positions)
         ends: list[Any] = [None] * len(ready)  # each shard's state after its block, once known
+        seen: list[list[Any]] = [[] for _ in ready]  # what the windows see, once the block is out
         while wanted := self._wanted(size, ready, positions):
             for (shard, count), segment in zip(wanted, self._fetch(wanted, positions)):
+                if self.windows is not None:
+                    seen[shard] += segment
                 before = len(ready[shard])
                 kept = [e for e in segment if e is not None] if self.shared.holes else segment
                 ready[shard] += kept
@@ -231,7 +257,16 @@ class SharedReads:
             self.next_starts[shard] = ends[shard]
             blocks.append(chunked(block, self.rows))
         self.block_starts, self.ready, self.positions = starts, ready, positions
-        return blocks
+        return blocks, seen
+
+    def _count(self, fetched: list[list[Any]]) -> None:
+        """Hands each shard's window the positions its block read past, shard by shard."""
+        assert self.windows is not None
+        for shard, window in enumerate(self.windows):
+            seen = self.seen[shard] + fetched[shard]
+            consumed = self.next_starts[shard].position - self.block_starts[shard].position
+            self.seen[shard] = seen[consumed:]
+            window.see(seen[:consumed])
 
     def _wanted(
         self, size: int, ready: list[list[Any]], positions: list[int]

@@ -172,16 +172,15 @@ class _CheckedFilterCursor(_FilterCursor):
         self, parent: Cursor, predicate: Callable[[Any], Any], stage: str, check: FilterCheck
     ) -> None:
         super().__init__(parent, predicate, stage)
-        self.window = FilterWindow(check, stage)
-        self.left, self.dropped = WINDOW, 0  # elements until the window is full; dropped in it
+        self.window = FilterWindow(check, stage)  # it counts the elements judged, and dropped
 
     def next(self) -> Any:
         keep, parent = self.predicate, self.parent
-        left, dropped = self.left, self.dropped
+        left, dropped = self.window.left, self.window.dropped
         while True:  # the hot loop: the predicate inline, the error paths in helpers
             element = parent.next()
             if element is None:
-                self.left, self.dropped = left, dropped
+                self.window.left, self.window.dropped = left, dropped
                 return element
             try:
                 kept = bool(keep(element))
@@ -192,11 +191,11 @@ class _CheckedFilterCursor(_FilterCursor):
             if not kept:
                 dropped += 1
             if not left:
-                self.left, self.dropped = WINDOW, 0
+                self.window.left, self.window.dropped = WINDOW, 0
                 self.window.full(dropped)
                 left, dropped = WINDOW, 0
             if kept:
-                self.left, self.dropped = left, dropped
+                self.window.left, self.window.dropped = left, dropped
                 return element
 
     def _kept(self, taken: list[Any]) -> list[Any]:
@@ -212,20 +211,20 @@ class _CheckedFilterCursor(_FilterCursor):
     def _count(self, taken: list[Any], verdicts: list[bool]) -> None:
         """Adds judged elements (Nones are not judged) to the windows, judging each that fills."""
         judged = sum(map(operator.is_not, taken, itertools.repeat(None)))
-        if judged < self.left:  # the usual case: no window fills
-            self.left -= judged
-            self.dropped += verdicts.count(False)
+        if judged < self.window.left:  # the usual case: no window fills
+            self.window.left -= judged
+            self.window.dropped += verdicts.count(False)
             return
         if judged < len(taken):
             verdicts = [v for e, v in zip(taken, verdicts) if e is not None]
-        start, left = 0, self.left
+        start, left = 0, self.window.left
         while len(verdicts) - start >= left:
-            dropped = self.dropped + left - sum(verdicts[start : start + left])
+            dropped = self.window.dropped + left - sum(verdicts[start : start + left])
             start += left
-            self.left, self.dropped, left = WINDOW, 0, WINDOW
+            self.window.left, self.window.dropped, left = WINDOW, 0, WINDOW
             self.window.full(dropped)
-        self.dropped += len(verdicts) - start - sum(verdicts[start:])
-        self.left -= len(verdicts) - start
+        self.window.dropped += len(verdicts) - start - sum(verdicts[start:])
+        self.window.left -= len(verdicts) - start
 
 
 @toolz.curry
