@@ -95,3 +95,17 @@ def test_an_array_verdict_in_a_block_is_the_clear_error() -> None:
     cursor = stream.open(stream.init())
     with pytest.raises(TypeError, match="must return a bool; reading one of the 40"):
         cursor.next_many(40)
+
+
+def test_a_full_filter_check_window_of_array_elements_is_counted() -> None:
+    # A window that fills inside a block of arrays: its holes are counted by identity
+    # (`list.count(None)` compared each array with None and failed).
+    import numpy as np
+
+    import grainfn
+
+    pairs = grainfn.MapDataset.range(3000).map(lambda x: np.array([x, x]))
+    kept = pairs.filter(lambda a: a[0] % 2 == 0).to_iter_dataset().batch(600)
+    batches = list(kept)
+    assert [len(b) for b in batches] == [600, 600, 300]
+    assert np.concatenate(batches)[:, 0].tolist() == list(range(0, 3000, 2))
