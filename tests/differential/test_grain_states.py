@@ -127,17 +127,7 @@ def test_a_grain_state_continues_in_grainfn_with_grains_next_elements(
     assert as_lists(ours) == as_lists(theirs)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "map, filter, batch",
-        "random_map",
-        "mix of named components",
-        "window shuffle",
-        "first-fit packing",
-        "interleave",
-    ],
-)
+@pytest.mark.parametrize("name", PIPELINES)
 def test_an_orbax_checkpoint_written_by_grain_restores_into_grainfn(
     name: str, tmp_path: Path
 ) -> None:

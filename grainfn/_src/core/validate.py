@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -159,6 +160,34 @@ def _is_real(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def check_path(path: Any, kind: str, names: str = "a file name") -> str:
+    """`path` as a string: a `str` or `os.PathLike` naming one `kind` file.
+
+    Args:
+        path: The value given.
+        kind: The format, for the message ("Parquet", "TFRecord").
+        names: What a path may name, for the message.
+
+    Examples:
+        >>> import pathlib
+        >>> check_path(pathlib.Path("data") / "train.parquet", "Parquet")
+        'data/train.parquet'
+        >>> check_path(b"x.tfrecord", "TFRecord")
+        Traceback (most recent call last):
+        ...
+        TypeError: A TFRecord path must be a str or os.PathLike, got b'x.tfrecord' of type bytes.
+    """
+    name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(name, str):
+        raise TypeError(
+            f"A {kind} path must be a str or os.PathLike, got {path!r} of type "
+            f"{type(path).__name__}."
+        )
+    if not name:
+        raise ValueError(f"A {kind} path is the empty string; pass {names}.")
+    return name
 
 
 def note_user_error(error: BaseException, stage: str, where: str) -> None:

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from grainfn._src.core import state as records
+from grainfn._src.core import validate
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 _POLYNOMIAL = 0x82F63B78  # CRC-32C (Castagnoli), bit-reversed
@@ -175,7 +176,7 @@ def write_tfrecords(path: str | os.PathLike[str], records: Iterable[Any]) -> str
         33
         >>> folder.cleanup()
     """
-    name = check_path(path)
+    name = validate.check_path(path, "TFRecord")
     with open(name, "wb") as file:
         for i, record in enumerate(records):
             if not isinstance(record, (bytes, bytearray, memoryview)):
@@ -333,26 +334,6 @@ class TFRecordCursor(BaseCursor):
             self.file = None
 
 
-def check_path(path: Any) -> str:
-    """`path` as a string: a `str` or `os.PathLike` naming a local file.
-
-    Examples:
-        >>> check_path(b"x.tfrecord")
-        Traceback (most recent call last):
-        ...
-        TypeError: A TFRecord path must be a str or os.PathLike, got b'x.tfrecord' of type bytes.
-    """
-    name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
-    if not isinstance(name, str):
-        raise TypeError(
-            f"A TFRecord path must be a str or os.PathLike, got {path!r} of type "
-            f"{type(path).__name__}."
-        )
-    if not name:
-        raise ValueError("A TFRecord path is the empty string; pass a file name.")
-    return name
-
-
 def tfrecord(path: Any, *, verify_data_crc: bool = False) -> TFRecordStream:
     """The records of a TFRecord file, as `bytes`, in a stream whose state is a byte offset.
 
@@ -388,4 +369,4 @@ def tfrecord(path: Any, *, verify_data_crc: bool = False) -> TFRecordStream:
     """
     if not isinstance(verify_data_crc, bool):
         raise TypeError(f"verify_data_crc must be a bool, got {verify_data_crc!r}.")
-    return TFRecordStream(check_path(path), verify_data_crc)
+    return TFRecordStream(validate.check_path(path, "TFRecord"), verify_data_crc)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import validate
+
 _INSTALL = 'pip install "grainfn[parquet]"'
 
 
@@ -37,29 +39,6 @@ def pyarrow_parquet() -> Any:
     return pyarrow.parquet
 
 
-def check_path(path: Any) -> str:
-    """`path` as a string: a `str` or `os.PathLike` naming a local file or a URI.
-
-    Examples:
-        >>> import pathlib
-        >>> check_path(pathlib.Path("data") / "train.parquet")
-        'data/train.parquet'
-        >>> check_path(b"x.parquet")
-        Traceback (most recent call last):
-        ...
-        TypeError: A Parquet path must be a str or os.PathLike, got b'x.parquet' of type bytes.
-    """
-    name = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
-    if not isinstance(name, str):
-        raise TypeError(
-            f"A Parquet path must be a str or os.PathLike, got {path!r} of type "
-            f"{type(path).__name__}."
-        )
-    if not name:
-        raise ValueError("A Parquet path is the empty string; pass a file name or a URI.")
-    return name
-
-
 def check_paths(paths: Any) -> tuple[str, ...]:
     """One path, or a non-empty sequence of them, as a tuple of strings.
 
@@ -72,7 +51,7 @@ def check_paths(paths: Any) -> tuple[str, ...]:
         ValueError: paths is an empty sequence: there are no Parquet files to read.
     """
     if isinstance(paths, (str, os.PathLike)):
-        return (check_path(paths),)
+        return (_check_path(paths),)
     if not isinstance(paths, Sequence) or isinstance(paths, (bytes, bytearray)):
         raise TypeError(
             f"path must be a Parquet file (str or os.PathLike) or a sequence of them, got "
@@ -80,7 +59,7 @@ def check_paths(paths: Any) -> tuple[str, ...]:
         )
     if len(paths) == 0:
         raise ValueError("paths is an empty sequence: there are no Parquet files to read.")
-    return tuple(check_path(path) for path in paths)
+    return tuple(_check_path(path) for path in paths)
 
 
 def open_file(path: str, read_kwargs: Mapping[str, Any]) -> Any:
@@ -137,3 +116,7 @@ def rows(names: Sequence[str], columns: Sequence[np.ndarray], start: int, stop: 
     for name, column in zip(names, columns):
         collections.deque(map(operator.setitem, out, itertools.repeat(name), column[start:stop]), 0)
     return out
+
+
+def _check_path(path: Any) -> str:
+    return validate.check_path(path, "Parquet", "a file name or a URI")
