@@ -9,6 +9,7 @@ fails or waits.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 from typing import Any
@@ -225,3 +226,35 @@ def test_the_filter_check_counts_and_raises_as_each_shards_own_cursor(
         assert digests(together.read(size)) == digests(expected)
         assert windows(together) == windows(alone)
     assert raise_ratio is None and together.separate is None
+
+
+def read_with_a_flaky_map(fails_at: int, sizes: tuple[int, ...]) -> tuple[list[Any], bool]:
+    """The blocks of 4 shards read together, a map failing on its 2nd and 3rd call at one value."""
+    calls: collections.Counter[int] = collections.Counter()
+
+    def flaky(x: int) -> int:
+        calls[x] += 1
+        if x == fails_at and calls[x] in (2, 3):  # fails again on the one-by-one retry
+            raise OSError(f"{x} is not there just now")
+        return x
+
+    stream = fn.map(flaky, fn.filter(keep, fn.from_dataset(fn.range(400))))
+    shards = shards_of(stream, 4)
+    shared = shared_dataset(shards)
+    assert shared is not None
+    together = SharedReads(shared, shards, [shard.init() for shard in shards], 1)
+    return [digests(together.read(size)) for size in sizes], together.separate is not None
+
+
+def test_a_read_that_fails_while_replaying_a_block_moves_no_shard() -> None:
+    # A block read ahead before is found again by replaying its shard; when the
+    # replay of one shard fails, the shards before it must not have moved on, or
+    # the shards' own cursors, which read on, would skip their blocks.
+    sizes = (30, 3, 3, 30)
+    expected, _ = read_with_a_flaky_map(-1, sizes)
+    handed_over = 0
+    for fails_at in range(180, 200):
+        got, handed = read_with_a_flaky_map(fails_at, sizes)
+        assert got == expected, f"a map failing at {fails_at} changed the blocks"
+        handed_over += handed
+    assert handed_over  # some failures came while replaying, and reading went on alone

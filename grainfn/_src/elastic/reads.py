@@ -245,18 +245,19 @@ class SharedReads:
                 positions[shard] += count
                 self.read_positions += count
                 self.kept += len(kept)
-        blocks = []
+        blocks, sizes = [], []
         starts = tuple(self.next_starts)
         for shard, elements in enumerate(ready):
             block, ready[shard] = elements[:size], elements[size:]
-            self.sizes[shard] = len(block)
+            sizes.append(len(block))
             if len(block) < size:  # the shard's end: its cursor would have read up to it
                 ends[shard] = DatasetPosition(positions[shard])
             elif ends[shard] is None:  # the block was read before: only a replay says where it ends
                 ends[shard] = replayed(self.streams[shard], starts[shard], size)
-            self.next_starts[shard] = ends[shard]
             blocks.append(chunked(block, self.rows))
-        self.block_starts, self.ready, self.positions = starts, ready, positions
+        # Only the statistics of holes and waits changed above: a failed read moves no shard.
+        self.block_starts, self.next_starts, self.sizes = starts, ends, sizes
+        self.ready, self.positions = ready, positions
         return blocks, seen
 
     def _count(self, fetched: list[list[Any]]) -> None:
