@@ -298,3 +298,56 @@ def test_maps_and_filters_moved_into_the_dataset_keep_the_elements_and_states(
         return elements, states
 
     assert run(moved) == run(stream)
+
+
+def tokens(x: int) -> dict[str, np.ndarray]:
+    return {"tokens": np.arange(x % 5 + 1, dtype=np.int32) + x}
+
+
+def pieces(x: int) -> list[int]:
+    return [x] * (x % 3)
+
+
+def every_stage(seed: int) -> dict[str, fn.Stream]:
+    """A pipeline for each stream stage the elastic iterator must carry, over filtered sources."""
+    kept = fn.filter(lambda x: x % 7 != 3, fn.from_dataset(fn.shuffle(fn.range(240), seed=seed)))
+    other = fn.from_dataset(fn.range(1000, 1120))
+    docs = fn.map(tokens, kept)
+    return {
+        "flat_map": fn.flat_map(pieces, kept),
+        "named mix": fn.mix({"a": kept, "b": other}, {"a": 2, "b": 1}),
+        "random_map": fn.random_map(lambda x, rng: x + int(rng.integers(100)), kept, seed=seed),
+        "batch": fn.batch(3, kept),
+        "rebatch": fn.rebatch(2, fn.batch(3, kept)),
+        "window_shuffle": fn.window_shuffle(5, kept, seed=seed),
+        "first_fit": fn.first_fit_pack({"tokens": 8}, docs, num_packing_bins=3, seed=seed),
+        "best_fit": fn.best_fit_pack({"tokens": 8}, docs, num_packing_bins=3, seed=seed),
+        "concat_then_split": fn.concat_then_split({"tokens": 8}, docs),
+    }
+
+
+@pytest.mark.parametrize("stage", list(every_stage(0)))
+def test_every_stream_stage_gives_the_same_global_batches_on_any_hosts_and_resumes(
+    stage: str,
+) -> None:
+    stream = digested(every_stage(7)[stage])
+    layout = Layout(8, 4)
+    expected = reference_batches(stream, layout)
+    assert len(expected) >= 4, f"{stage}: too short to resume twice"
+    for hosts in (1, 2, 4):
+        got = global_batches(host_streams(stream, layout, hosts))
+        assert_same_batches(got, expected)
+    # 4 hosts run two steps and save, 2 restore and run two more and save, 1 finishes.
+    taken, merged = run_and_save(host_streams(stream, layout, 4), 2)
+    two = host_streams(stream, layout, 2)
+    restored = [states.ElasticCodec(s).decode(merged) for s in two]
+    iterators = [fn.iterate(s, state) for s, state in zip(two, restored)]
+    for _ in range(2):
+        taken.append(np.concatenate([next(it) for it in iterators]))
+    saved = [
+        (f"process_{h}-of-2.json", states.ElasticCodec(s).encode(it.state))
+        for h, (s, it) in enumerate(zip(two, iterators))
+    ]
+    one = host_stream(stream, layout)
+    rest = global_batches([one], [states.ElasticCodec(one).decode(states.merge(saved))])
+    assert_same_batches((taken + rest)[:MAX_BATCHES], expected)
