@@ -85,11 +85,16 @@ class StreamIterator(Iterator[T]):
     def close(self) -> None:
         """Stops background reads. The state stays readable; reading on raises ValueError."""
         cursor = self._cursor
-        if not isinstance(cursor, (_BrokenCursor, _ClosedCursor)):
-            cursor.close()
-            self._mark, self._since_mark = cursor.state(), 0
-        self._cursor = _ClosedCursor(self)
-        self.next_element = self._cursor.next  # type: ignore[method-assign]
+        try:
+            if not isinstance(cursor, (_BrokenCursor, _ClosedCursor)):
+                cursor.close()
+                # A state that needs reading again can fail as a read can; the closed
+                # iterator then finds it from its mark when asked.
+                with contextlib.suppress(Exception):
+                    self._mark, self._since_mark = cursor.state(), 0
+        finally:
+            self._cursor = _ClosedCursor(self)
+            self.next_element = self._cursor.next  # type: ignore[method-assign]
 
     @property
     def state(self) -> Any:

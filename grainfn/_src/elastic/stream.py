@@ -12,6 +12,7 @@ the states of its shards, which another host count can take up.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, NamedTuple
 
@@ -142,8 +143,11 @@ class _ElasticCursor(BaseCursor):
 
     def close(self) -> None:
         try:
-            if self.closed_at is None:  # a shard's state may need its stream read again: now
-                self.closed_at = self.state()
+            # A shard's state may need its stream read again: now. If that read fails,
+            # the iterator finds the state from its mark.
+            with contextlib.suppress(Exception):
+                if self.closed_at is None:
+                    self.closed_at = self.state()
         finally:
             super().close()
 

@@ -105,8 +105,10 @@ class _PoolCursor(BaseCursor):
         self.cursor.start_prefetch()
 
     def close(self) -> None:
-        self.cursor.close()
-        self.pool.close()
+        try:
+            self.cursor.close()
+        finally:
+            self.pool.close()
 
 
 def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
