@@ -326,7 +326,11 @@ def test_inner_shapes_that_differ_within_a_block_are_refused() -> None:
         ({"length_struct": [4]}, TypeError, r"length_struct must be a dict from feature name"),
         ({"length_struct": {}}, ValueError, r"length_struct must name at least one feature"),
         ({"length_struct": {"x": 0}}, ValueError, r"length_struct\['x'\] must be a positive"),
-        ({"length_struct": {"x": {"y": 4}}}, TypeError, r"not nested structures"),
+        (
+            {"length_struct": {"x": {"y": 0}}},
+            ValueError,
+            r"length_struct\['x'\]\['y'\] must be a positive integer, got 0",
+        ),
         ({"length_struct": {1: 4}}, TypeError, r"keys must be feature names"),
         ({"seed": -1}, ValueError, r"seed must be an integer >= 0, got -1"),
         ({"shuffle_bins": "yes"}, TypeError, r"shuffle_bins must be True or False"),

@@ -27,7 +27,7 @@ class _PackIterDataset(IterDataset[dict[str, Any]]):
         self,
         parent: IterDataset[Any],
         *,
-        length_struct: Mapping[str, int],
+        length_struct: Mapping[str, Any],
         num_packing_bins: int,
         **options: Unpack[PackOptions],
     ) -> None:
@@ -48,9 +48,16 @@ class FirstFitPackIterDataset(_PackIterDataset):
     behave as in Grain: a state holds the parent's state at the start of the
     current bins and two counters, and resuming packs those bins again.
 
+    A feature may map to a tree of lengths (a dict, list or tuple nesting):
+    each leaf is packed on its own and the feature comes out as a tree of
+    that structure. Grain takes such a feature only in `meta_features`;
+    grainfn also packs it as a sequence feature, with `f_segment_ids` and
+    `f_positions` trees of the same structure.
+
     Args:
         parent: The IterDataset of dict elements to pack.
-        length_struct: A dict from each feature to pack to its packed length.
+        length_struct: A dict from each feature to pack to its packed length,
+            or to a tree of packed lengths.
         num_packing_bins: How many bins are packed at a time.
         **options: The `PackOptions`: `seed` (of the shuffle of each set of
             bins), `shuffle_bins`, `shuffle_bins_group_by_feature`,

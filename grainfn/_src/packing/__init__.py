@@ -33,7 +33,7 @@ __all__ = [
 
 @toolz.curry
 def first_fit_pack(
-    length_struct: Mapping[str, int],
+    length_struct: Mapping[str, Any],
     data: Stream[Any] | Dataset[Any],
     *,
     num_packing_bins: int | None = None,
@@ -50,8 +50,18 @@ def first_fit_pack(
     element), both int32. Features not in `length_struct` or `meta_features`
     are dropped. Output equals Grain's `FirstFitPackIterDataset`.
 
+    A feature of `length_struct` may be a tree (a dict, list or tuple nesting
+    of packed lengths): each leaf is packed on its own, with its own capacity
+    in the fit check, and the packed value is a tree of that structure (dicts'
+    keys sorted). As a meta feature that is what Grain gives; otherwise
+    `f_segment_ids` and `f_positions` are trees of the same structure too,
+    one per leaf (Grain refuses such a feature). The elements' value of a
+    nested feature must have its structure; its dicts may hold other keys,
+    which are dropped.
+
     Args:
-        length_struct: A dict from each feature to pack to its packed length.
+        length_struct: A dict from each feature to pack to its packed length,
+            or to a tree of packed lengths.
         data: A stream of dicts (a dataset is read in order).
         num_packing_bins: How many bins a block packs into (required).
         **options: The `PackOptions`: `seed` (of the row shuffle of each block),
@@ -74,13 +84,22 @@ def first_fit_pack(
         ...     print(row["tokens"], row["tokens_segment_ids"], row["tokens_positions"])
         [1 2 3 1 2] [1 1 1 2 2] [0 1 2 0 1]
         [1 2 3 4 1] [1 1 1 1 2] [0 1 2 3 0]
+
+        A nested feature: its leaves are packed each on its own.
+
+        >>> pairs = fn.source(
+        ...     [{"pair": {"q": np.arange(n), "a": np.arange(3 - n)}} for n in (1, 2)])
+        >>> (row,) = fn.iterate(
+        ...     first_fit_pack({"pair": {"q": 3, "a": 3}}, pairs, num_packing_bins=1))
+        >>> row["pair"]["q"], row["pair_segment_ids"]["a"]
+        (array([0, 0, 1]), array([1, 1, 2], dtype=int32))
     """
     return _packed("first_fit", length_struct, data, num_packing_bins, options)
 
 
 @toolz.curry
 def best_fit_pack(
-    length_struct: Mapping[str, int],
+    length_struct: Mapping[str, Any],
     data: Stream[Any] | Dataset[Any],
     *,
     num_packing_bins: int | None = None,
@@ -88,9 +107,10 @@ def best_fit_pack(
 ) -> Stream[dict[str, Any]]:
     """Packs dict elements like `first_fit_pack`, each into the fullest bin where it fits.
 
-    A bin's fullness is the sum over packed features of the cells it uses;
-    ties go to the first bin. Output equals Grain's `BestFitPackIterDataset`.
-    Arguments are those of `first_fit_pack`.
+    A bin's fullness is the sum over packed features (over every leaf of a
+    nested one) of the cells it uses; ties go to the first bin. Output
+    equals Grain's `BestFitPackIterDataset`. Arguments are those of
+    `first_fit_pack`.
 
     Examples:
         >>> import numpy as np
@@ -105,7 +125,7 @@ def best_fit_pack(
 
 def _packed(
     strategy: str,
-    length_struct: Mapping[str, int],
+    length_struct: Mapping[str, Any],
     data: Any,
     num_packing_bins: int | None,
     options: PackOptions,

@@ -14,18 +14,25 @@ of the bin's elements one after another and padding, with `f_segment_ids`
 (1, 2, ... for the bin's elements, 0 on padding) and `f_positions` (0, 1, ...
 within each element, 0 on padding), both int32. A meta feature not in
 `length_struct` becomes the list of the row's elements' values.
+
+A nested feature (a tree in `length_struct`) is packed leaf by leaf: each
+leaf is a feature of its own in the fit check and the arrays, and the
+packed block holds trees of `(rows, T, ...)` arrays. A block of flat
+features reads each element with one `operator.itemgetter`.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from grainfn._src.packing.arrays import Memory, fill, layout
 from grainfn._src.packing.spec import POSITIONS, SEGMENT_IDS, PackSpec
+from grainfn._src.packing.trees import collect, rebuild, where
 
 
 def first_fit(
@@ -117,21 +124,26 @@ class Block:
         self.open = 0
         """The number of bins in use: bins `0 .. open - 1`."""
         self.bins = bins
-        self.features = spec.features
         self.listed = spec.listed
-        self.capacities = spec.lengths
+        self.capacities = spec.lengths  # per leaf: a flat feature is one leaf
         self.alignments = spec.alignments
         self.limit = spec.max_sequences_per_bin
         self.best = spec.strategy == "best_fit"
-        self.used = [[0] * bins for _ in spec.features]
+        self.used = [[0] * bins for _ in spec.lengths]
         self.scores = [0] * bins
         self.counts = [0] * bins
         self.rows: list[int] = []  # each element's bin
-        self.elements: list[tuple[np.ndarray, ...]] = []  # each element's packed features
-        self.sizes: list[int] = []  # each element's length per packed feature, flat
+        self.elements: list[tuple[np.ndarray, ...]] = []  # each element's packed leaves
+        self.sizes: list[int] = []  # each element's length per leaf, flat
         self.extras: list[list[Any]] = []  # each element's listed meta features
-        self.getter = operator.itemgetter(*spec.features)
-        self.single = len(spec.features) == 1  # the getter returns the value, not a tuple
+        self.getter: Callable[[Any], Any]
+        if spec.trees:
+            self.getter = functools.partial(_leaves_of, _readers(spec))
+            self.bare = False
+        else:
+            self.getter = operator.itemgetter(*spec.features)
+            self.bare = len(spec.features) == 1  # the getter returns the value, not a tuple
+        self.single = len(spec.lengths) == 1  # one leaf
 
     def add(self, element: Mapping[str, Any]) -> bool:
         """Places `element` in a bin; False (and nothing placed) if it fits no bin."""
@@ -143,15 +155,16 @@ class Block:
         Raises:
             ValueError: if a feature is missing or longer than its packed length.
         """
-        if len(self.features) <= 2 and self.alignments is None and self.limit is None:
+        if len(self.capacities) <= 2 and self.alignments is None and self.limit is None:
             return self._place_simple(elements)
         return self._place_any(elements)
 
     def features_of(self, element: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The element's packed features in order, after keeping its listed meta features.
+        """The element's packed leaves in order, after keeping its listed meta features.
 
         Raises:
-            ValueError: naming the missing feature.
+            ValueError: naming the missing feature, or where a nested feature
+                differs from its tree in `length_struct`.
         """
         try:
             values = self.getter(element)
@@ -159,12 +172,12 @@ class Block:
                 self.extras.append([element[name] for name in self.listed])
         except (KeyError, TypeError, IndexError) as error:
             raise _missing_feature(self.spec, element) from error
-        return (values,) if self.single else values
+        return (values,) if self.bare else values
 
     def _place_simple(self, elements: Sequence[Mapping[str, Any]]) -> int:
-        """`place` for one or two features, without alignment or a limit per bin, inlined.
+        """`place` for one or two leaves, without alignment or a limit per bin, inlined.
 
-        The common case, written out with local variables: one feature is
+        The common case, written out with local variables: one leaf is
         handled as two whose second is always empty.
         """
         spec, features_of, single, listed = self.spec, self.features_of, self.single, self.listed
@@ -260,32 +273,42 @@ class Block:
         """The packed block: one row per bin in use, keys sorted (see the module doc).
 
         Args:
-            memory: Per packed feature, where its arrays' buffer comes from; None:
-                new allocations.
+            memory: Per leaf, where its arrays' buffer comes from; None: new allocations.
         """
-        spec, count, features = self.spec, len(self.rows), len(self.spec.features)
+        spec, count, leaves = self.spec, len(self.rows), len(self.spec.lengths)
         order = np.argsort(np.array(self.rows), kind="stable")  # by bin, in placement order
         rows = np.array(self.rows)[order]
-        sizes = np.array(self.sizes).reshape(count, features)[order]
-        pieces = layout(rows, sizes, spec.lengths, spec.alignments or (1,) * features)
-        columns = list(zip(*[self.elements[k] for k in order.tolist()]))  # per feature
-        out: dict[str, Any] = {}
-        for i, name in enumerate(spec.features):
-            padding = None if spec.paddings is None else spec.paddings[i]
-            values, segment_ids, positions = fill(
+        sizes = np.array(self.sizes).reshape(count, leaves)[order]
+        pieces = layout(rows, sizes, spec.lengths, spec.alignments or (1,) * leaves)
+        columns = list(zip(*[self.elements[k] for k in order.tolist()]))  # per leaf
+        names = spec.features if spec.trees is None else [_name(path) for path in spec.paths]
+        arrays = [
+            fill(
                 columns[i],
                 pieces,
                 i,
                 self.open,
                 spec.lengths[i],
-                padding,
-                name,
+                None if spec.paddings is None else spec.paddings[i],
+                names[i],
                 None if memory is None else memory[i],
             )
-            out[name] = values
+            for i in range(leaves)
+        ]
+        # Three iterators over the leaves, moved on together: one leaf for a
+        # flat feature, the leaves of its tree for a nested one.
+        trees, values, segment_ids, positions = spec.trees or {}, *map(iter, zip(*arrays))
+        out: dict[str, Any] = {}
+        for name in spec.features:
+            tree = trees.get(name)
+            if tree is None:
+                out[name], ids, at = next(values), next(segment_ids), next(positions)
+            else:
+                out[name] = rebuild(tree, values)
+                ids, at = rebuild(tree, segment_ids), rebuild(tree, positions)
             if name not in spec.meta_features:
-                out[name + SEGMENT_IDS] = segment_ids
-                out[name + POSITIONS] = positions
+                out[name + SEGMENT_IDS] = ids
+                out[name + POSITIONS] = at
         for i, name in enumerate(spec.listed):
             lists: list[list[Any]] = [[] for _ in range(self.open)]
             for b, extras in zip(self.rows, self.extras):
@@ -294,14 +317,50 @@ class Block:
         return {key: out[key] for key in spec.output_keys}
 
 
+def _readers(spec: PackSpec) -> tuple[tuple[str, Any], ...]:
+    """Per packed feature, its name and its tree (None for a flat feature)."""
+    trees = spec.trees or {}
+    return tuple((name, trees.get(name)) for name in spec.features)
+
+
+def _leaves_of(readers: tuple[tuple[str, Any], ...], element: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The element's packed leaves in order; a nested feature's dicts may hold other keys.
+
+    Raises:
+        KeyError, TypeError: for a missing feature or an element that is not a dict.
+        ValueError: naming where a nested feature differs from its tree.
+    """
+    found: list[Any] = []
+    for name, tree in readers:
+        value = element[name]
+        if tree is None:
+            found.append(value)
+        else:
+            collect(tree, value, (name,), found, exact=False)
+    return tuple(found)
+
+
+def _name(path: tuple[Any, ...]) -> str:
+    """A leaf's name in messages: the feature, then the path in its tree (`a['x']`)."""
+    return f"{path[0]}{where(path[1:])}"
+
+
 def _check_sizes(spec: PackSpec, sizes: Sequence[int]) -> None:
-    for name, size, capacity in zip(spec.features, sizes, spec.lengths):
-        if size > capacity:
+    for path, size, capacity in zip(spec.paths, sizes, spec.lengths):
+        if size <= capacity:
+            continue
+        if len(path) == 1:
+            (name,) = path
             raise ValueError(
                 f"An element's feature {name!r} has length {size}, more than its packed "
                 f"length {capacity} (length_struct[{name!r}]). Truncate elements before "
                 f"packing, e.g. with .map(lambda x: {{**x, {name!r}: x[{name!r}][:{capacity}]}})."
             )
+        raise ValueError(
+            f"An element's feature {_name(path)} has length {size}, more than its packed length "
+            f"{capacity} (length_struct{where(path)}). Truncate elements before packing, to "
+            f"element{where(path)}[:{capacity}] with a map."
+        )
 
 
 def _missing_feature(spec: PackSpec, element: Any) -> Exception:

@@ -19,7 +19,7 @@ which resuming reads that batch again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -33,37 +33,7 @@ from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.packing.arrays import Layout, fill, layout
 from grainfn._src.packing.bins import Block, as_sequence
 from grainfn._src.packing.spec import PackSpec
-
-
-def _where(path: tuple[Any, ...]) -> str:
-    return "".join(f"[{key!r}]" for key in path)
-
-
-def _leaf_paths(structure: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
-    """The leaves of `structure` with their paths, dict keys sorted (JAX's order)."""
-    if isinstance(structure, dict):
-        try:
-            keys = sorted(structure)
-        except TypeError:
-            raise TypeError(
-                f"length_struct{_where(path)} has keys that cannot be sorted, "
-                f"{list(structure)!r}; use keys of one type (feature names)."
-            ) from None
-        return [leaf for key in keys for leaf in _leaf_paths(structure[key], (*path, key))]
-    if isinstance(structure, (list, tuple)):
-        return [leaf for i, item in enumerate(structure) for leaf in _leaf_paths(item, (*path, i))]
-    return [(path, structure)]
-
-
-def _rebuild(structure: Any, leaves: Iterator[Any]) -> Any:
-    """`structure` with its leaves from `leaves`, in order (dicts come out with sorted keys)."""
-    if isinstance(structure, dict):
-        return {key: _rebuild(structure[key], leaves) for key in sorted(structure)}
-    if isinstance(structure, tuple) and hasattr(type(structure), "_fields"):  # a namedtuple
-        return type(structure)(*(_rebuild(item, leaves) for item in structure))
-    if isinstance(structure, (list, tuple)):
-        return type(structure)(_rebuild(item, leaves) for item in structure)
-    return next(leaves)
+from grainfn._src.packing.trees import collect, positive_leaves, rebuild, where
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +100,7 @@ class PackAndBatchSpec:
 
     def _walk(self, element: Any) -> list[Any]:
         found: list[Any] = []
-        _collect(self.length_struct, element, (), found)
+        collect(self.length_struct, element, (), found)
         return found
 
     def packed(self, block: Block) -> tuple[Any, Any, Any]:
@@ -151,40 +121,10 @@ class PackAndBatchSpec:
         ]
         data, segment_ids, positions = zip(*arrays)
         return (
-            _rebuild(self.length_struct, iter(data)),
-            _rebuild(self.length_struct, iter(segment_ids)),
-            _rebuild(self.length_struct, iter(positions)),
+            rebuild(self.length_struct, iter(data)),
+            rebuild(self.length_struct, iter(segment_ids)),
+            rebuild(self.length_struct, iter(positions)),
         )
-
-
-def _collect(structure: Any, element: Any, path: tuple[Any, ...], found: list[Any]) -> None:
-    """Appends the leaves of `element` at `structure`'s leaves, checking the structure."""
-    if isinstance(structure, dict):
-        if not isinstance(element, Mapping) or set(element.keys()) != set(structure):
-            raise _mismatch(structure, element, path)
-        for key in sorted(structure):
-            _collect(structure[key], element[key], (*path, key), found)
-    elif isinstance(structure, (list, tuple)):
-        if not isinstance(element, (list, tuple)) or len(element) != len(structure):
-            raise _mismatch(structure, element, path)
-        for i, (item, value) in enumerate(zip(structure, element)):
-            _collect(item, value, (*path, i), found)
-    elif element is None or isinstance(element, Mapping):
-        raise _mismatch(structure, element, path)
-    else:
-        found.append(element)
-
-
-def _mismatch(structure: Any, element: Any, path: tuple[Any, ...]) -> ValueError:
-    if isinstance(structure, dict):
-        wanted = f"a dict with keys {sorted(map(repr, structure))}"
-    else:
-        wanted = f"a sequence of {len(structure)}" if isinstance(structure, (list, tuple)) else ""
-    got = f"a dict with keys {sorted(map(repr, element))}" if isinstance(element, Mapping) else ""
-    return ValueError(
-        f"Elements must have the structure of length_struct: at element{_where(path)} expected "
-        f"{wanted or 'an array'}, got {got or records.describe_value(element)}."
-    )
 
 
 def _with_empty_rows(pieces: Layout, count: int, lengths: tuple[int, ...]) -> Layout:
@@ -215,18 +155,14 @@ def pack_and_batch_spec(
         ...
         TypeError: length_struct['inputs'][1] must be a positive int, got None (NoneType); ...
     """
-    paths = _leaf_paths(length_struct)
+    paths = positive_leaves(
+        length_struct,
+        (),
+        "length_struct is a dict, list, tuple or namedtuple nesting of positive ints (one per "
+        "array to pack), or one int.",
+    )
     if not paths:
         raise ValueError(f"length_struct must have at least one leaf, got {length_struct!r}.")
-    lengths = []
-    for path, length in paths:
-        if isinstance(length, bool) or not validate.is_integer(length):
-            raise TypeError(
-                f"length_struct{_where(path)} must be a positive int, got "
-                f"{records.describe_value(length)}; length_struct is a dict, list, tuple or "
-                "namedtuple nesting of positive ints (one per array to pack), or one int."
-            )
-        lengths.append(validate.check_positive_int(length, f"length_struct{_where(path)}"))
     if max_sequences_per_bin is not None:
         max_sequences_per_bin = validate.check_positive_int(
             max_sequences_per_bin, "max_sequences_per_bin"
@@ -236,8 +172,8 @@ def pack_and_batch_spec(
         length_struct=length_struct,
         batch_size=validate.check_positive_int(batch_size, "batch_size"),
         max_sequences_per_bin=max_sequences_per_bin,
-        names=tuple(_where(path) for path, _ in paths),
-        lengths=tuple(lengths),
+        names=tuple(where(path) for path, _ in paths),
+        lengths=tuple(length for _, length in paths),
         keys=tuple(path[0] for path, _ in paths) if flat else None,
     )
 

@@ -19,6 +19,7 @@ from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream
 from grainfn._src.packing.arrays import Memory, row_order
 from grainfn._src.packing.bins import Block
 from grainfn._src.packing.spec import PackSpec
+from grainfn._src.packing.trees import unstack
 
 
 @records.register
@@ -78,7 +79,7 @@ class _PackCursor(BaseCursor):
         self.carry: Any = None  # read past the current block: the next block's first element
         self.next_start: Any = state.parent  # the parent's state before `carry`
         self.ended = False  # the parent is exhausted
-        self.memory = [Memory() for _ in spec.features]  # buffers of consumed blocks
+        self.memory = [Memory() for _ in spec.lengths]  # per leaf: buffers of consumed blocks
 
     def next(self) -> Any:
         block = self.block
@@ -131,7 +132,11 @@ class _PackCursor(BaseCursor):
                 f"block packs into {len(order)} rows: the state belongs to another pipeline "
                 "or other data."
             )
-        rows = [dict(zip(packed, row)) for row in zip(*map(list, packed.values()))]
+        columns: Any = map(list, packed.values())
+        if self.spec.trees:  # a nested feature's outputs are trees: split each into rows
+            nested, count = self.spec.tree_keys, len(order)
+            columns = [unstack(v, count) if k in nested else list(v) for k, v in packed.items()]
+        rows = [dict(zip(packed, row)) for row in zip(*columns)]
         return [rows[i] for i in order]
 
     def state(self) -> PackState:
