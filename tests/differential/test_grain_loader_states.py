@@ -19,7 +19,7 @@ import grain
 import orbax.checkpoint as ocp
 import pytest
 from absl import flags
-from hypothesis import assume, given, note
+from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
 
 import grainfn
@@ -46,6 +46,10 @@ def even(spec: tuple[Any, ...]) -> bool:
 
 
 @given(loader_specs(), st.integers(0, 12))
+# With a FlatMap, Grain's next_index counts records below its iter-level batch.
+@example((5, (False, 1, None, None), (0, 1, False), [("batch", 2, False), ("flat_map", 1)]), 2)
+# A remainder that drop_remainder dropped is no batch to stand after.
+@example((1, (False, 1, None, (0, 1, False)), (0, 1, False), [("batch", 2, True)]), 1)
 def test_a_grain_loader_state_continues_with_grains_next_elements(
     spec: tuple[Any, ...], taken: int
 ) -> None:

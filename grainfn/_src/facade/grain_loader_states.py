@@ -91,6 +91,28 @@ def _at_record(stream: Any, taken: int, one_to_one: bool) -> Any:
     raise _refused(stream, one_to_one)
 
 
+def dataset_position(dataset: Dataset[Any], taken: int) -> int:
+    """The position in `dataset` that Grain's `next_index` of `taken` names.
+
+    Grain's `to_iter_dataset()` counts positions of the dataset it reads. Its
+    DataLoader (as a dataset pipeline, with a `FlatMap`) reads the sampler's
+    records so and applies every operation after; grainfn's loader does its
+    maps, filters and batches inside the dataset, so `taken` records are a
+    position found through those stages.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> dataset_position(fn.batch(2, fn.range(9)), 4)  # not a DataLoader's: as it is
+        4
+    """
+    stage = dataset
+    while isinstance(stage, (MappedDataset, FilteredDataset, BatchedDataset)):
+        stage = stage.parent
+    if not isinstance(stage, SampledDataset):
+        return taken
+    return _position(dataset, taken, one_to_one=False)
+
+
 def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
     """The position in `dataset` after the first `taken` records of the shard."""
     if isinstance(dataset, SampledDataset):
@@ -108,7 +130,7 @@ def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
             f"Grain's DataLoader state names record {position}, inside a batch of {size}: "
             "it is the state of another loader."
         )
-    return math.ceil(position / size)
+    return min(math.ceil(position / size), dataset.length)  # a dropped remainder is no batch
 
 
 def _refused(stage: Any, one_to_one: bool) -> ValueError:

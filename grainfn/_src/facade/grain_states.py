@@ -37,6 +37,7 @@ from typing import Any
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
+from grainfn._src.facade.grain_loader_states import dataset_position
 from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
 from grainfn._src.packing.stream import PackedStream, PackState
 from grainfn._src.parallel.prefetch import PrefetchedStream
@@ -79,7 +80,8 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
         DatasetPosition(position=4)
     """
     if isinstance(stream, FromDatasetStream):
-        return records.DatasetPosition(_count(state, "next_index", path))
+        taken = _count(state, "next_index", path)
+        return records.DatasetPosition(dataset_position(stream.dataset, taken))
     if isinstance(stream, _SAME_STATE) or stream.transparent:
         grain_prefetch = isinstance(state, dict) and bool(_GRAIN_PREFETCH_KEYS & state.keys())
         if isinstance(stream, PrefetchedStream) and grain_prefetch:
