@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import queue
 import threading
 import time
 from typing import Any
@@ -10,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 from grainfn import fn, testing
+from grainfn._src.core.stream import BaseCursor, PassThroughStream
 
 
 def prefetch_threads() -> list[threading.Thread]:
@@ -110,3 +113,77 @@ def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
             break
         time.sleep(0.05)
     assert not prefetch_threads()
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class StateFailsOnce(PassThroughStream):
+    """The parent's elements; asking the state after element `at` fails once (a state that
+    must be read again, as an elastic shard's, can fail as a read can)."""
+
+    at: int
+    failed: list[bool] = dataclasses.field(default_factory=list)
+
+    def open(self, state: Any) -> Any:
+        return _StateFailsOnceCursor(self.parent.open(state), self)
+
+    def describe_stage(self) -> str:
+        return f"state_fails_once({self.at})"
+
+
+class _StateFailsOnceCursor(BaseCursor):
+    def __init__(self, parent: Any, stage: StateFailsOnce) -> None:
+        self.parent, self.stage = parent, stage
+
+    def next(self) -> Any:
+        return self.parent.next()
+
+    def state(self) -> Any:
+        state = self.parent.state()
+        if state.position == self.stage.at + 1 and not self.stage.failed:
+            self.stage.failed.append(True)
+            raise OSError(f"state after {self.stage.at} unreadable just now")
+        return state
+
+    def children(self) -> tuple[Any, ...]:
+        return (self.parent,)
+
+
+def test_a_state_that_fails_in_the_reader_thread_is_raised_in_place() -> None:
+    stream = fn.thread_prefetch(4, StateFailsOnce(fn.from_dataset(fn.range(20)), 6))
+    it = fn.iterate(stream)
+    seen = [next(it) for _ in range(6)]
+    with pytest.raises(OSError, match="state after 6 unreadable"):
+        next(it)
+    assert it.state == fn.DatasetPosition(6)
+    seen += list(it)
+    assert seen == list(range(20))
+    assert not prefetch_threads()
+
+
+class TimesOutFirst(queue.Queue):  # type: ignore[type-arg]
+    """A queue whose first wait times out whatever it holds: the reader's last word comes
+    just as the consumer's wait ends, and the reader is gone when the consumer looks."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.timed_out = False
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        if timeout is not None and not self.timed_out:
+            self.timed_out = True
+            deadline = time.monotonic() + 5
+            while self.qsize() < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            for thread in prefetch_threads():
+                thread.join(timeout=5)
+            raise queue.Empty
+        return super().get(block, timeout)
+
+
+def test_the_readers_last_word_is_read_even_when_the_wait_for_it_timed_out() -> None:
+    stage = fn.thread_prefetch(4, fn.from_dataset(fn.range(0)))
+    cursor = stage.open(stage.init())
+    cursor.items = TimesOutFirst(4)  # type: ignore[attr-defined]
+    with pytest.raises(StopIteration):  # not "the reader ended without a word"
+        cursor.next()
+    cursor.close()

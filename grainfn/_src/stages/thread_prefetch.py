@@ -73,10 +73,14 @@ class _ThreadPrefetchCursor(BaseCursor):
                 break
             except queue.Empty:
                 if self.thread is not None and not self.thread.is_alive():
-                    raise RuntimeError(  # never happens unless the thread was killed
-                        "The thread_prefetch reader ended without a word; the state stays "
-                        f"at {self.last_state}."
-                    ) from None
+                    try:  # its last word may have come as the wait timed out
+                        element, error, state = self.items.get_nowait()
+                        break
+                    except queue.Empty:
+                        raise RuntimeError(  # never happens unless the thread was killed
+                            "The thread_prefetch reader ended without a word; the state stays "
+                            f"at {self.last_state}."
+                        ) from None
         if element is _ENDED:
             self.done, self.last_state = True, state
             self._join()
@@ -108,9 +112,14 @@ class _ThreadPrefetchCursor(BaseCursor):
 
 
 def _read(parent: Stream[Any], state: Any, items: queue.Queue[Any], stop: threading.Event) -> None:
-    """The reader thread: the parent's elements and states into `items` until `stop`."""
-    cursor = parent.open(state)
+    """The reader thread: the parent's elements and states into `items` until `stop`.
+
+    Whatever fails here (opening, reading, or a state that must be read again)
+    is handed over with the state before it and raised in the consumer.
+    """
+    cursor = None
     try:
+        cursor = parent.open(state)
         cursor.start_prefetch()
         while not stop.is_set():
             try:
@@ -118,13 +127,14 @@ def _read(parent: Stream[Any], state: Any, items: queue.Queue[Any], stop: thread
             except StopIteration:
                 _put(items, stop, (_ENDED, None, cursor.state()))
                 return
-            except BaseException as error:  # handed over, raised in the consumer
-                _put(items, stop, (_FAILED, error, state))  # the state before the failed read
-                return
-            state = cursor.state()
-            _put(items, stop, (element, None, state))
+            after = cursor.state()
+            _put(items, stop, (element, None, after))
+            state = after
+    except BaseException as error:  # handed over, raised in the consumer
+        _put(items, stop, (_FAILED, error, state))  # the state before the failed read
     finally:
-        cursor.close()
+        if cursor is not None:
+            cursor.close()
 
 
 def _put(items: queue.Queue[Any], stop: threading.Event, item: tuple[Any, Any, Any]) -> None:
