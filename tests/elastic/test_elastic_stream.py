@@ -282,6 +282,7 @@ def test_maps_and_filters_moved_into_the_dataset_keep_the_elements_and_states(
 ) -> None:
     from grainfn._src.elastic.pushdown import into_dataset
 
+    assume(ds.length < INFINITE)  # a filter that drops every element of an endless one never ends
     stream = fn.from_dataset(ds, allow_nones=allow_nones)
     for stage in stages:
         stream = stage(stream)
