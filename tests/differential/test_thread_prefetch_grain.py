@@ -1,5 +1,9 @@
 """multithread_prefetch and ThreadPrefetchDatasetIterator against Grain 0.2.18.
 
+`ThreadPrefetchDatasetIterator` reads any iterator ahead: a grainfn one
+through the core's stream, any other (a user's checkpointable iterator,
+Grain's own) by a thread that takes the parent's state after each element.
+
 `multithread_prefetch` cuts a pipeline into one shard per thread (strided at
 the MapDataset under `to_iter_dataset`, or, with `sequential_slice`, contiguous
 parts of its sources) and interleaves the shards: the order depends on the
@@ -9,12 +13,16 @@ number of threads, and must be Grain's for every count.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
+import sys
+import threading
+import time
 from typing import Any
 
 import grain
 import pytest
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import grainfn
@@ -121,9 +129,236 @@ def test_a_thread_prefetch_iterator_keeps_its_parents_states() -> None:
     again.close()
 
 
-def test_only_grainfn_iterators_can_be_read_ahead() -> None:
+def prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "grainfn-thread-prefetch"]
+
+
+def wait_for_no_prefetch_thread() -> None:
+    for _ in range(100):  # a reader sees its stop flag within a poll
+        if not prefetch_threads():
+            return
+        time.sleep(0.05)
+    assert not prefetch_threads()
+
+
+class Scripted:
+    """A checkpointable iterator that is not a dataset's, as a Grain user may write one.
+
+    Each call of `next` reads one step of `script` and moves on: a value, an
+    error, or an end (StopIteration) that later calls read past. What it
+    yields depends on its position alone, so read-ahead timing changes nothing.
+    """
+
+    def __init__(self, script: list[tuple[str, int]]) -> None:
+        self.script, self.position = script, 0
+        self.closed = False
+
+    def __iter__(self) -> Scripted:
+        return self
+
+    def __next__(self) -> int:
+        if self.position >= len(self.script):
+            raise StopIteration
+        kind, value = self.script[self.position]
+        self.position += 1
+        if kind == "error":
+            raise OSError(f"bad record {value}")
+        if kind == "end":
+            raise StopIteration
+        return value
+
+    def get_state(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def set_state(self, state: dict[str, int]) -> None:
+        self.position = state["position"]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+scripts = st.lists(
+    st.tuples(st.sampled_from(["value"] * 6 + ["error", "end"]), st.integers(0, 99)), max_size=25
+)
+actions = st.lists(st.sampled_from(["next"] * 8 + ["save", "restore", "state"]), max_size=40)
+
+
+def trace(module: Any, script: list[tuple[str, int]], size: int, steps: list[str]) -> list[Any]:
+    """What each step gave: an element or an error, and the state after it."""
+    parent = Scripted(script)
+    it = module.experimental.ThreadPrefetchDatasetIterator(parent, size)
+    out: list[Any] = []
+    saved = it.get_state()
+    for step in steps:
+        if step == "save":
+            saved = it.get_state()
+        elif step == "restore":
+            it.set_state(saved)
+        elif step == "next":
+            try:
+                out.append(next(it))
+            except (OSError, StopIteration) as error:
+                out.append((type(error).__name__, str(error)))
+        out.append(it.get_state())
+    it.close()
+    return out
+
+
+@settings(deadline=None)
+@given(scripts, st.integers(0, 4), actions)
+def test_any_checkpointable_iterator_is_read_ahead_as_in_grain(
+    script: list[tuple[str, int]], size: int, steps: list[str]
+) -> None:
+    """Elements, errors at their place, reading on after them, states and restores: Grain's."""
+    note(f"script = {script!r}, prefetch_buffer_size={size}, steps = {steps!r}")
+    assert trace(grainfn, script, size, steps) == trace(grain, script, size, steps)
+    assert not prefetch_threads()
+
+
+def test_grains_own_test_of_a_nonnative_iterator() -> None:
+    """Grain's prefetch_test `test_nonnative_iterator`, and the states on the way."""
+    script = [("value", v) for v in range(1, 11)]
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(Scripted(script), 10)
+    elements = [next(it) for _ in range(5)]
+    checkpoint = it.get_state()
+    assert checkpoint == {"position": 5}  # the parent's own state, after the 5th element
+    time.sleep(0.1)  # the thread reads the rest ahead; the state does not move
+    assert it.get_state() == checkpoint
+    elements.extend(it)
+    assert elements == list(range(1, 11))
+    it.set_state(checkpoint)
+    assert list(it) == elements[5:]
+    it.close()
+    assert not prefetch_threads()
+
+
+def test_a_state_is_the_parents_after_the_element_returned_however_far_the_thread_read() -> None:
+    parent = Scripted([("value", v) for v in range(500)])
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 50)
+    for expected in range(20):
+        assert next(it) == expected
+        assert it.get_state() == {"position": expected + 1}
+    time.sleep(0.2)
+    assert parent.position > 20  # read ahead
+    assert it.get_state() == {"position": 20}
+    it.set_state({"position": 100})
+    assert parent.position == 100  # the thread stopped before the parent was set
+    assert [next(it) for _ in range(3)] == [100, 101, 102]
+    assert it.get_state() == {"position": 103}
+    it.close()
+    assert parent.closed
+    assert not prefetch_threads()
+    with pytest.raises(ValueError, match="closed"):
+        next(it)
+
+
+def test_a_state_that_the_parent_changes_later_stays_as_it_was() -> None:
+    class SharedState(Scripted):
+        def __init__(self) -> None:
+            super().__init__([("value", v) for v in range(10)])
+            self.state = {"position": 0}
+
+        def get_state(self) -> dict[str, int]:
+            self.state["position"] = self.position  # the same dict, changed in place
+            return self.state
+
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(SharedState(), 4)
+    next(it)
+    first = it.get_state()
+    next(it)
+    assert first == {"position": 1}
+    assert it.get_state() == {"position": 2}
+    it.close()
+
+
+def test_grains_iterators_and_read_ahead_iterators_are_read_ahead_too() -> None:
+    theirs = iter(grain.MapDataset.range(30).seed(3).shuffle().to_iter_dataset())
+    expected = list(grain.MapDataset.range(30).seed(3).shuffle())
+    ahead = grainfn.experimental.ThreadPrefetchDatasetIterator(theirs, 4)
+    twice = grainfn.experimental.ThreadPrefetchDatasetIterator(ahead, 2)
+    head = [next(twice) for _ in range(10)]
+    state = twice.get_state()
+    assert state == {"next_index": 10}  # Grain's iterator's own state
+    assert head + list(twice) == expected
+    twice.set_state(state)
+    assert list(twice) == expected[10:]
+    twice.close()
+    assert not prefetch_threads()
+
+
+def test_an_iterator_without_get_state_is_read_ahead_and_its_state_is_refused() -> None:
+    caught: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, caught.append
+    try:
+        with pytest.raises(AttributeError, match="get_state"):  # Grain refuses it at once
+            grain.experimental.ThreadPrefetchDatasetIterator(iter([1, 2, 3]), 2)
+        gc.collect()  # the half-built iterator fails again in its __del__
+    finally:
+        sys.unraisablehook = hook
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(iter([1, 2, 3]), 2)
+    assert next(it) == 1
+    with pytest.raises(TypeError, match="its parent, a list_iterator, has no get_state"):
+        it.get_state()
+    with pytest.raises(TypeError, match="its parent, a list_iterator, has no set_state"):
+        it.set_state({"position": 0})
+    assert list(it) == [2, 3]  # nothing lost to the refusals
+    it.close()
+    assert not prefetch_threads()
+
+
+def test_an_error_of_get_state_is_raised_by_get_state_only() -> None:
+    class NoStateYet(Scripted):
+        def get_state(self) -> dict[str, int]:
+            raise NotImplementedError("no state in this iterator")
+
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(NoStateYet([("value", 1)] * 3), 2)
+    assert list(it) == [1, 1, 1]
+    with pytest.raises(NotImplementedError, match="no state in this iterator"):
+        it.get_state()
+    it.close()
+
+
+def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
+    parent = Scripted([("value", v) for v in range(10**5)])
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 2)
+    it.start_prefetch()
+    time.sleep(0.2)  # the reader fills its queue and waits
+    assert len(prefetch_threads()) == 1
+    assert parent.position == 3  # two in the queue, one waiting to go in
+    it.close()
+    assert not prefetch_threads()
+    assert parent.closed
+    it.close()  # twice is fine
+
+
+def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
+    parent = Scripted([("value", v) for v in range(10**5)])
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 2)
+    next(it)
+    assert len(prefetch_threads()) == 1
+    del it
+    wait_for_no_prefetch_thread()
+    assert parent.position < 10  # the thread stopped reading, not ran to the end
+
+
+def test_the_thread_ends_with_the_parent_and_after_an_error_and_starts_again() -> None:
+    parent = Scripted([("value", 1), ("error", 2), ("value", 3)])
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 4)
+    assert next(it) == 1
+    with pytest.raises(OSError, match="bad record 2"):
+        next(it)
+    assert not prefetch_threads()  # the thread that met the error has ended
+    assert it.get_state() == {"position": 1}
+    assert next(it) == 3  # reads the parent on from where the error left it, as Grain does
+    with pytest.raises(StopIteration):
+        next(it)
+    assert not prefetch_threads()
+    it.close()
+
+
+def test_a_list_or_a_negative_buffer_is_refused() -> None:
     with pytest.raises(TypeError, match="ThreadPrefetchIterDataset"):
-        grainfn.experimental.ThreadPrefetchDatasetIterator(iter([1, 2]), 2)  # type: ignore[arg-type]
+        grainfn.experimental.ThreadPrefetchDatasetIterator([1, 2], 2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="prefetch_buffer_size"):
         grainfn.experimental.ThreadPrefetchDatasetIterator(
             iter(grainfn.MapDataset.range(3).to_iter_dataset()), -1

@@ -3,7 +3,8 @@
 A stream's state is a nest of the records below, one per stateful stage, with
 the same shape for the stream's whole life. Records are NamedTuples, so they
 are also JAX pytrees whose leaves are plain integers and booleans. The state
-never holds data: only positions and counters.
+never holds data: only positions and counters, and, in a field named
+`user_state`, the state a user's own iterator gave (JSON data, kept as is).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 
 STATE_VERSION = 1
 """The version of the dict form written by `to_dict`; `from_dict` reads only this one."""
+
+
+USER_STATE = "user_state"
+"""The record field that holds a user iterator's own state: JSON data, kept as is."""
 
 
 class DatasetPosition(NamedTuple):
@@ -40,8 +45,10 @@ def register(record: R) -> R:
 
     Use it as a class decorator next to the stage that owns the record.
     `check_record` reads fields by name: `parent` and `components` hold parent
-    states (the stage checks them), `stopped` is a bool, and every other field
-    is a counter (an integer >= 0), so a state stays positions and counters.
+    states (the stage checks them), `stopped` is a bool, `user_state` holds
+    JSON data that user code wrote (checked when the state is written, see
+    `json_data`), and every other field is a counter (an integer >= 0), so a
+    state stays positions and counters.
 
     Examples:
         >>> from typing import NamedTuple
@@ -100,7 +107,7 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
             f"expects a {expected.__name__}, got {describe_value(state)}."
         )
     for name, value in zip(state._fields, state):
-        if name in ("parent", "components"):
+        if name in ("parent", "components", USER_STATE):
             continue
         where = f"{path}.{name}" if path else name
         if name == "stopped":
@@ -117,6 +124,11 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
 def to_dict(state: Any) -> Any:
     """Turns a state record nest into JSON-able dicts, lists, ints and bools.
 
+    A `user_state` field is written as the JSON data it holds (see `json_data`).
+
+    Raises:
+        TypeError: if a `user_state` field holds something other than JSON data.
+
     Examples:
         >>> from grainfn.fn import CountState
         >>> to_dict(CountState(seen=3, parent=DatasetPosition(7)))
@@ -124,7 +136,12 @@ def to_dict(state: Any) -> Any:
     """
     if isinstance(state, tuple) and hasattr(state, "_fields"):
         out: dict[str, Any] = {"kind": type(state).__name__}
-        out.update({name: to_dict(value) for name, value in zip(state._fields, state)})
+        out.update(
+            {
+                name: json_data(value, name) if name == USER_STATE else to_dict(value)
+                for name, value in zip(state._fields, state)
+            }
+        )
         return out
     if isinstance(state, tuple):
         return [to_dict(value) for value in state]
@@ -163,9 +180,7 @@ def from_dict(data: Any, path: str = "") -> Any:
             raise ValueError(
                 f"State field {extra[0]} is not part of {kind} (at {path or 'the top'})."
             )
-        return record(
-            *(from_dict(data[name], f"{path}.{name}" if path else name) for name in record._fields)
-        )
+        return record(*(_field_from_dict(data[name], name, path) for name in record._fields))
     if isinstance(data, list):
         return tuple(from_dict(value, f"{path}[{i}]") for i, value in enumerate(data))
     if isinstance(data, (bool, int)):
@@ -178,6 +193,60 @@ def from_dict(data: Any, path: str = "") -> Any:
     }.get(field, "an integer >= 0")
     raise ValueError(
         f"State field {path or 'at the top'} must be {allowed}, got {describe_value(data)}."
+    )
+
+
+def _field_from_dict(data: Any, name: str, path: str) -> Any:
+    where = f"{path}.{name}" if path else name
+    if name == USER_STATE:
+        try:
+            return json_data(data, where)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+    return from_dict(data, where)
+
+
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def json_data(value: Any, path: str = USER_STATE) -> Any:
+    """A copy of `value`, which must be JSON data that a JSON round trip gives back unchanged.
+
+    That is dicts with str keys, lists, str, int, float, bool and None (no
+    tuples: they would come back as lists; no numpy values). `path` names
+    `value` in the error.
+
+    Raises:
+        TypeError: naming the first value of another type and where it is.
+
+    Examples:
+        >>> json_data({"files": ["a", "b"], "offset": 3})
+        {'files': ['a', 'b'], 'offset': 3}
+        >>> json_data({"offset": (3, 4)})
+        Traceback (most recent call last):
+        ...
+        TypeError: State field user_state['offset'] holds (3, 4) (tuple): ... (a tuple would
+        come back as a list).
+    """
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"State field {path} has the key {describe_value(key)}: a user iterator's "
+                    "state is kept as JSON data, whose dict keys are str."
+                )
+            out[key] = json_data(item, f"{path}[{key!r}]")
+        return out
+    if isinstance(value, list):
+        return [json_data(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if type(value) in _JSON_LEAVES:  # not a subclass: numpy's float64 is one of float
+        return value
+    hint = " (a tuple would come back as a list)" if isinstance(value, tuple) else ""
+    raise TypeError(
+        f"State field {path} holds {describe_value(value)}: a user iterator's state is kept as "
+        "JSON data, so it must be made of dicts with str keys, lists, str, int, float, bool and "
+        f"None{hint}."
     )
 
 

@@ -21,9 +21,11 @@ its part of Grain's nested dict:
   "counter": n}`;
 - `InterleaveIterDataset`: the slot visited next, the next dataset to open, and
   each slot's dataset, state and whether it ran out;
-- `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record.
+- `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record;
+- an `IterDataset` subclass with its own `__iter__` (`fn.from_iterable`): the
+  state of the user's iterator, as its `get_state()` gave it.
 
-Any other stage (concat-then-split, rebatch, a user's own iterator, Grain's
+Any other stage (concat-then-split, rebatch, Grain's
 `mp_prefetch`, whose state splits the position between its workers) is
 refused with a message naming it: its Grain state does not determine
 grainfn's.
@@ -31,6 +33,7 @@ grainfn's.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +53,7 @@ from grainfn._src.stages.interleave import (
     InterleaveSlot,
     InterleaveState,
 )
+from grainfn._src.stages.iterable import IterableState, IterableStream
 from grainfn._src.stages.limit import LimitedStream, LimitState
 from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream, RandomMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
@@ -100,8 +104,8 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
             "its Grain state does not determine grainfn's. Grain states are read for "
             "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix, limit, "
             "repeat, zip, window shuffle, flat_map, first-fit and best-fit packing, "
-            "interleave, TFRecordIterDataset and the prefetch stages; restart the data "
-            "position for this pipeline."
+            "interleave, TFRecordIterDataset, a user's own iterator and the prefetch stages; "
+            "restart the data position for this pipeline."
         )
     return read(stream, state, path)
 
@@ -187,8 +191,14 @@ def _tfrecord(stream: TFRecordStream, state: Any, path: str) -> TFRecordPosition
     return TFRecordPosition(_count(state, "reader_offset", path))
 
 
+def _iterable(stream: IterableStream, state: Any, path: str) -> IterableState:
+    # Grain keeps the user iterator's own state as it is; opening the stage calls its set_state.
+    return IterableState(copy.deepcopy(state))
+
+
 _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
     TFRecordStream: _tfrecord,
+    IterableStream: _iterable,
     RandomMappedStream: _counted,
     IndexMappedStream: _counted,
     MixedStream: _mixed,

@@ -1,15 +1,21 @@
-"""from_iterable: a stream over any re-iterable Python object, positioned by how much it gave.
+"""from_iterable: a stream over any re-iterable Python object, positioned by its own iterators.
 
 A Grain user's IterDataset with an `__iter__` of its own, or any object
 `iter()` takes afresh each time, becomes a stream that composes with every
-stage. Its state is the number of elements taken: opening at a state calls
-`iter()` again and steps over that many, so it needs an iterable that gives
-the same elements each time (as a dataset's iterator does). It reads in the
-parent process: `mp_prefetch` has no dataset positions to hand to workers.
+stage. Where the iterator `iter()` gives keeps its own state (it has
+`get_state` and `set_state` of its own, as a Grain user's `DatasetIterator`
+subclass does), the stage's state holds that state as is (`IterableState`),
+and opening at it calls `set_state` on a fresh iterator: Grain's behaviour.
+Any other iterator is positioned by the number of elements taken
+(`IterablePosition`): opening at a state calls `iter()` again and steps over
+that many, so it needs an iterable that gives the same elements each time (as
+a dataset's iterator does). It reads in the parent process: `mp_prefetch` has
+no dataset positions to hand to workers.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -20,9 +26,20 @@ from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 @records.register
 class IterablePosition(NamedTuple):
-    """State of `from_iterable`: how many elements have been taken."""
+    """State of `from_iterable` over iterators without a state: how many elements were taken."""
 
     taken: int
+
+
+@records.register
+class IterableState(NamedTuple):
+    """State of `from_iterable` over iterators that keep their own: what `get_state()` gave.
+
+    It must be JSON data (dicts with str keys, lists, str, int, float, bool,
+    None) for the state to be written: see `grainfn._src.core.state.json_data`.
+    """
+
+    user_state: Any
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -34,22 +51,80 @@ class IterableStream(Stream[Any]):
     iterable: Iterable[Any]
 
     def init(self) -> IterablePosition:
-        return IterablePosition(0)
+        return IterablePosition(0)  # a fresh iterator, whatever its kind
 
-    def open(self, state: IterablePosition) -> Cursor:
-        return _IterableCursor(self.iterable, state.taken)
+    def open(self, state: IterablePosition | IterableState) -> Cursor:
+        return _IterableCursor(self.iterable, state)
 
     def check_state(self, state: Any, path: str = "") -> None:
-        records.check_record(state, IterablePosition, self.describe_stage(), path)
+        expected = IterableState if isinstance(state, IterableState) else IterablePosition
+        records.check_record(state, expected, self.describe_stage(), path)
 
     def describe_stage(self) -> str:
         return f"from_iterable({type(self.iterable).__qualname__})"
 
 
+_PROTOCOL_ONLY = frozenset(
+    {
+        ("grainfn._src.facade.iterator", "CheckpointableIterator"),
+        ("grainfn._src.facade.iterator", "DatasetIterator"),
+    }
+)
+"""The grainfn iterator bases whose get_state and set_state a subclass that iterates by
+itself inherits without a state of its own (named, since the facade is above this layer)."""
+
+
+def keeps_own_state(iterator: Any) -> bool:
+    """Whether `iterator` has `get_state` and `set_state` of its own.
+
+    Methods inherited from grainfn's iterator bases do not count (a subclass
+    of `grainfn.DatasetIterator` that defines `__next__` alone, or a grainfn
+    pipeline's iterator): such an iterator is positioned by counting.
+
+    Examples:
+        >>> class Counter:
+        ...     def __init__(self): self.n = 0
+        ...     def __next__(self): self.n += 1; return self.n
+        ...     def get_state(self): return {"n": self.n}
+        ...     def set_state(self, state): self.n = state["n"]
+        >>> keeps_own_state(Counter()), keeps_own_state(iter([1, 2]))
+        (True, False)
+    """
+    return all(_own_method(type(iterator), name) for name in ("get_state", "set_state"))
+
+
+def _own_method(cls: type, name: str) -> bool:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            protocol_only = (klass.__module__, klass.__qualname__) in _PROTOCOL_ONLY
+            return callable(vars(klass)[name]) and not protocol_only
+    return False
+
+
 class _IterableCursor(BaseCursor):
-    def __init__(self, iterable: Iterable[Any], taken: int) -> None:
+    def __init__(self, iterable: Iterable[Any], state: IterablePosition | IterableState) -> None:
         self.iterator = iter(iterable)
+        self.own = keeps_own_state(self.iterator)
         self.taken = 0
+        try:
+            if isinstance(state, IterableState):
+                self._restore(state.user_state)
+            else:
+                self._step_over(state.taken)
+        except BaseException:
+            self.close()
+            raise
+
+    def _restore(self, user_state: Any) -> None:
+        if not self.own:
+            raise ValueError(
+                "The state holds the state of the iterable's own iterator, but iter() gives "
+                f"a {type(self.iterator).__qualname__}, which has no get_state and set_state of "
+                "its own: it is another iterable."
+            )
+        self.iterator.set_state(copy.deepcopy(user_state))  # type: ignore[attr-defined]
+
+    def _step_over(self, taken: int) -> None:
         for _ in range(taken):  # the iterable gives the same elements each time
             try:
                 next(self.iterator)
@@ -65,7 +140,9 @@ class _IterableCursor(BaseCursor):
         self.taken += 1
         return element
 
-    def state(self) -> IterablePosition:
+    def state(self) -> IterablePosition | IterableState:
+        if self.own:  # a copy: the iterator may change the value it returned
+            return IterableState(copy.deepcopy(self.iterator.get_state()))  # type: ignore[attr-defined]
         return IterablePosition(self.taken)
 
     def close(self) -> None:
@@ -75,7 +152,13 @@ class _IterableCursor(BaseCursor):
 
 
 def from_iterable(iterable: Iterable[Any]) -> Stream[Any]:
-    """A stream of `iter(iterable)`'s elements; its state counts them.
+    """A stream of `iter(iterable)`'s elements; its state is the iterator's own, or a count.
+
+    When the iterator that `iter(iterable)` gives has `get_state` and
+    `set_state` of its own, the state holds what its `get_state()` returns
+    (`IterableState`; writing the state as a dict needs JSON data), and a
+    restore calls `set_state` on a fresh iterator. Otherwise the state counts
+    the elements taken (`IterablePosition`) and a restore steps over them.
 
     Examples:
         >>> from grainfn import fn
@@ -85,6 +168,24 @@ def from_iterable(iterable: Iterable[Any]) -> Stream[Any]:
         ('1', IterablePosition(taken=1))
         >>> list(fn.iterate(stream, it.state))
         ['2', '3']
+
+        An iterable whose iterators keep their own state:
+
+        >>> class Countdown:
+        ...     def __init__(self, value): self.value = value
+        ...     def __next__(self):
+        ...         if self.value == 0: raise StopIteration
+        ...         self.value -= 1
+        ...         return self.value
+        ...     def get_state(self): return {"value": self.value}
+        ...     def set_state(self, state): self.value = state["value"]
+        >>> class Countdowns:
+        ...     def __iter__(self): return Countdown(4)
+        >>> it = fn.iterate(from_iterable(Countdowns()))
+        >>> next(it), it.state
+        (3, IterableState(user_state={'value': 3}))
+        >>> list(fn.iterate(from_iterable(Countdowns()), IterableState({"value": 2})))
+        [1, 0]
     """
     if not isinstance(iterable, Iterable) or isinstance(iterable, (Stream, Iterator)):
         raise TypeError(

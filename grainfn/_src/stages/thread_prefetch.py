@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import sys
 import threading
 import weakref
-from typing import Any
+from typing import Any, Protocol
 
 import toolz
 
@@ -38,14 +39,27 @@ class ThreadPrefetchedStream(PassThroughStream):
     def open(self, state: Any) -> Cursor:
         if self.buffer_size == 0:
             return self.parent.open(state)
-        return _ThreadPrefetchCursor(self.parent, state, self.buffer_size)
+        return ReadAheadCursor(self.parent, state, self.buffer_size)
 
     def describe_stage(self) -> str:
         return f"thread_prefetch({self.buffer_size})"
 
 
-class _ThreadPrefetchCursor(BaseCursor):
-    def __init__(self, parent: Stream[Any], state: Any, buffer_size: int) -> None:
+class Opens(Protocol):
+    """What a read-ahead thread reads: a stream, or anything that opens a cursor at a state."""
+
+    def open(self, state: Any) -> Cursor: ...
+
+
+class ReadAheadCursor(BaseCursor):
+    """A cursor of `parent` opened at `state` and read by a background thread.
+
+    The thread puts each element in a bounded queue with the cursor's state
+    after it. The end, or an error (of reading or of a state), comes out at its
+    place with the state before it, and the cursor is then done.
+    """
+
+    def __init__(self, parent: Opens, state: Any, buffer_size: int) -> None:
         self.parent, self.last_state = parent, state
         self.items: queue.Queue[tuple[Any, Any, Any]] = queue.Queue(maxsize=buffer_size)
         self.stop = threading.Event()
@@ -101,6 +115,8 @@ class _ThreadPrefetchCursor(BaseCursor):
 
     def _join(self) -> None:
         self.stop.set()
+        if sys.is_finalizing():  # joining then can hang: the daemon thread goes with the process
+            return
         if self.thread is not None:
             while self.thread.is_alive():
                 try:  # a reader blocked on a full queue sees the stop flag within _POLL
@@ -111,7 +127,7 @@ class _ThreadPrefetchCursor(BaseCursor):
                 self.thread.join(timeout=_POLL)
 
 
-def _read(parent: Stream[Any], state: Any, items: queue.Queue[Any], stop: threading.Event) -> None:
+def _read(parent: Opens, state: Any, items: queue.Queue[Any], stop: threading.Event) -> None:
     """The reader thread: the parent's elements and states into `items` until `stop`.
 
     Whatever fails here (opening, reading, or a state that must be read again)
