@@ -223,8 +223,11 @@ def test_experimental_names_match_grain() -> None:
             assert grainfn.experimental.index_shuffle(
                 index, max_index=max_index, seed=11, rounds=4
             ) == real.experimental.index_shuffle(index, max_index=max_index, seed=11, rounds=4)
-    with pytest.raises(ValueError, match="rounds=8"):
-        grainfn.experimental.index_shuffle(1, max_index=9, seed=1, rounds=8)
+        assert grainfn.experimental.index_shuffle(
+            max_index, max_index=max_index, seed=11, rounds=8
+        ) == real.experimental.index_shuffle(max_index, max_index=max_index, seed=11, rounds=8)
+    with pytest.raises(ValueError, match="rounds=7"):
+        grainfn.experimental.index_shuffle(1, max_index=9, seed=1, rounds=7)
 
 
 class Doubled(grain.MapDataset):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grainfn._src.index import shuffle as shuffle_module
-from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
+from grainfn._src.index.shuffle import permute_index, shuffle_index, shuffle_indices
 
 from grain_shuffle import grain_block_bits, grain_is_broken
 
@@ -205,6 +205,90 @@ def test_many_epochs_in_one_call() -> None:
         indices = np.arange(0, 40 * length, max(1, length // 7))
         out = shuffle_indices(indices, length, 2**32 - 2)  # epoch seeds wrap past 2**32
         assert out.tolist() == [shuffle_index(int(i), length, 2**32 - 2) for i in indices]
+
+
+# --- permute_index: Grain's index_shuffle with any number of rounds -----------------------
+
+# Round counts at the edges of std::seed_seq's t (n >= 7, 39, 68, 623 words) and of the range.
+ROUNDS = [4, 6, 8, 38, 40, 66, 68, 70, 622, 624, 1024]
+
+
+@pytest.mark.parametrize("length", [1, 2, 9, 1000, 65536, 70_000, 2**40])
+def test_permute_index_with_four_rounds_is_one_shuffle_epoch(length: int) -> None:
+    positions = sorted({0, length // 3, length - 1, *range(min(length, 50))})
+    for seed in (0, 7, 2**32 - 1):
+        expected = [shuffle_index(p, length, seed) for p in positions]
+        assert [permute_index(p, length - 1, seed) for p in positions] == expected
+        assert [permute_index(p, length - 1, seed, rounds=4) for p in positions] == expected
+
+
+@pytest.mark.parametrize("rounds", ROUNDS)
+@pytest.mark.parametrize("length", [1, 2, 3, 255, 1000, 65536])
+def test_permute_index_is_a_permutation_for_every_rounds(length: int, rounds: int) -> None:
+    values = [permute_index(i, length - 1, seed=rounds, rounds=rounds) for i in range(length)]
+    assert sorted(values) == list(range(length))
+
+
+@settings(max_examples=25)
+@given(
+    length=st.integers(65537, 2**63),
+    seed=st.integers(0, 2**32 - 1),
+    rounds=st.integers(2, 512).map(lambda half: 2 * half),
+    data=st.data(),
+)
+def test_permute_index_large_lengths_distinct_and_in_range(
+    length: int, seed: int, rounds: int, data: st.DataObject
+) -> None:
+    positions = data.draw(st.sets(st.integers(0, length - 1), min_size=1, max_size=8))
+    values = {permute_index(p, length - 1, seed, rounds) for p in positions}
+    assert len(values) == len(positions)
+    assert all(0 <= v < length for v in values)
+
+
+def test_permute_index_rounds_and_seeds_give_other_permutations() -> None:
+    orders = {
+        (seed, rounds): tuple(permute_index(i, 99, seed, rounds) for i in range(100))
+        for seed in (0, 1)
+        for rounds in ROUNDS
+    }
+    assert len(set(orders.values())) == len(orders)
+
+
+def test_permute_index_single_position_and_largest_range() -> None:
+    assert [permute_index(0, 0, seed, rounds) for seed in (0, 5) for rounds in (4, 6)] == [0] * 4
+    top = 2**63 - 1
+    values = {permute_index(i, top, 3, rounds) for i in (0, 1, top) for rounds in (4, 10)}
+    assert len(values) == 6 and all(0 <= v <= top for v in values)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        (
+            (0, 8, 33, 2),
+            ValueError,
+            "rounds must be an even integer between 4 and 1024, got rounds=2",
+        ),
+        ((0, 8, 33, 5), ValueError, "got rounds=5"),
+        ((0, 8, 33, 1025), ValueError, "got rounds=1025"),
+        ((0, 8, 33, 1026), ValueError, "got rounds=1026"),
+        ((0, 8, 33, 0), ValueError, "got rounds=0"),
+        ((0, 1, 0, 4294967294), ValueError, "got rounds=4294967294"),
+        ((0, 1, 0, -4), ValueError, "got rounds=-4"),
+        ((0, 1, 0, 4.0), TypeError, "rounds must be an even integer between 4 and 1024, got 4.0"),
+        ((0, 1, 0, True), TypeError, "rounds must be .* got True"),
+        ((-1, 8, 33, 4), ValueError, r"index must be in \[0, max_index\], got index=-1 with max"),
+        ((9, 8, 76, 4), ValueError, r"index must be in \[0, max_index\], got index=9 with max"),
+        ((2**64, 2**64, 0, 4), ValueError, r"max_index must be an integer in \[0, 2\*\*63 - 1\]"),
+        ((0, -1, 0, 4), ValueError, r"max_index must be an integer in \[0, 2\*\*63 - 1\], got -1"),
+        ((0.5, 8, 0, 4), TypeError, "index must be an integer in"),
+        ((0, 8, -1, 4), ValueError, r"seed must be an integer in \[0, 2\*\*32\), got -1"),
+        ((0, 8, 2**32, 6), ValueError, f"got {2**32}"),
+    ],
+)
+def test_permute_index_bad_arguments_raise(args: tuple, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        permute_index(*args)
 
 
 # --- Validation ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ each class builds the same core value its method would and wraps it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,8 +16,8 @@ from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
 from grainfn._src.index.rng import rewind
-from grainfn._src.index.shuffle import shuffle_index
-from grainfn._src.testing.assertions import assert_resumable
+from grainfn._src.index.shuffle import permute_index
+from grainfn._src.testing.assertions import assert_iterator_restores, assert_resumable
 from grainfn._src.transforms import FlatMap
 
 T = TypeVar("T")
@@ -176,25 +177,44 @@ class RngPool:
 
 
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
-    """The position of `index` in the permutation of `[0, max_index]` that Grain's shuffle uses.
+    """The position of `index` in a keyed permutation of `[0, max_index]`, as Grain's.
+
+    `rounds=4` is the permutation of one epoch of `MapDataset.shuffle`; any
+    even number of rounds from 4 to 1024 gives Grain's permutation for it
+    (`permute_index`).
 
     Examples:
         >>> sorted(index_shuffle(i, max_index=4, seed=7) for i in range(5))
         [0, 1, 2, 3, 4]
+        >>> [index_shuffle(i, max_index=8, seed=33, rounds=6) for i in range(9)]
+        [7, 5, 4, 1, 3, 6, 0, 8, 2]
     """
-    if rounds != 4:
-        raise ValueError(f"index_shuffle supports Grain's 4 rounds only, got rounds={rounds}.")
-    length = validate.check_integer(max_index, "max_index") + 1
-    return shuffle_index(index, length, seed)
+    return permute_index(index, max_index, seed, rounds)
 
 
-def assert_equal_output_after_checkpoint(ds: IterDataset[Any] | MapDataset[Any]) -> None:
+def assert_equal_output_after_checkpoint(ds: Iterable[Any]) -> None:
     """Asserts that restoring the state saved before any element gives the same rest.
 
-    Reads up to 1000 elements; each state goes through JSON into a fresh iterator.
+    Reads up to 1000 elements. A dataset built with grainfn's methods is
+    checked on its core pipeline: each state goes through JSON into a fresh
+    iterator (`assert_resumable`). Anything else whose iterator has
+    `get_state` and `set_state` (a DataLoader, an ElasticIterator, an
+    IterDataset subclass with its own iterator, ...) gets Grain's checks
+    (`assert_iterator_restores`): the state keeps its structure, and an
+    iterator set to any state gives it back and yields the same rest.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> assert_equal_output_after_checkpoint(grain.MapDataset.range(5).shuffle(seed=1))
+        >>> ds = grain.MapDataset.range(12).shuffle(seed=1)
+        >>> elastic = grain.experimental.ElasticIterator(ds, 4, grain.sharding.NoSharding())
+        >>> assert_equal_output_after_checkpoint(elastic)
     """
     if isinstance(ds, MapDataset):
         ds = ds.to_iter_dataset()
+    if not isinstance(ds, IterDataset) or getattr(ds, "_core", None) is None:
+        assert_iterator_restores(ds, max_elements=_CHECKPOINT_ELEMENTS)
+        return
     core = iter_core(ds, "assert_equal_output_after_checkpoint")
     assert_resumable(
         lambda: core,

@@ -10,6 +10,10 @@ or lies just above such a power with k >= 50 (the double log2 rounds down onto
 k), and Grain's result is then not a permutation. Here B comes from the exact bit
 length, so the order equals Grain's for every other length and is a true
 permutation for all lengths in [1, 2**63).
+
+`permute_index` is Grain's `index_shuffle` with any even number of rounds in
+[4, 1024] (the key words are `seed_seq.generate` of that many words); only
+4 rounds, the shuffle's, have the vectorized numpy and jax paths.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import numpy as np
 
 _Array = TypeVar("_Array")
 
-_ROUNDS = 4
+_ROUNDS = 4  # MapDataset.shuffle's rounds; `permute_index` takes any even number in [4, 1024]
+_MAX_ROUNDS = 1024
 _SEED_LIMIT = 2**32
 _MAX_LENGTH = 2**63 - 1
 _M32 = 0xFFFFFFFF
@@ -106,8 +111,70 @@ def shuffle_index(index: int, length: int, seed: int) -> int:
     return _permute_int(position, length, (seed + epoch) & _M32) + epoch * length
 
 
-def _check_int(value: Any, name: str, allowed: str, low: int, high: int | None) -> int:
+def permute_index(index: int, max_index: int, seed: int, rounds: int = _ROUNDS) -> int:
+    """The image of `index` under the keyed permutation of `[0, max_index]` with `rounds` rounds.
+
+    This is Grain's `index_shuffle(index, max_index, seed, rounds)`: with
+    `rounds=4` it is one epoch of `MapDataset.shuffle` (`shuffle_index(index,
+    max_index + 1, seed)`); more rounds give another permutation of the same
+    range, equal to Grain's for every length where Grain's is a permutation
+    (see the module docstring). Other round counts run on Python ints (the
+    smallest blocks through a cached table), not through the vectorized paths.
+
+    Args:
+        index: A position in `[0, max_index]`.
+        max_index: The largest position, in `[0, 2**63 - 1]`.
+        seed: The permutation's key, in `[0, 2**32)`.
+        rounds: Feistel rounds, an even integer between 4 and 1024.
+
+    Returns:
+        The permuted position, in `[0, max_index]`.
+
+    Raises:
+        ValueError: If `index`, `max_index`, `seed` or `rounds` is out of range.
+        TypeError: If one of them is not an integer.
+
+    Examples:
+        >>> [permute_index(i, max_index=4, seed=42) for i in range(5)]
+        [4, 1, 2, 3, 0]
+        >>> sorted(permute_index(i, max_index=9, seed=3, rounds=10) for i in range(10))
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+        >>> permute_index(0, max_index=8, seed=0, rounds=5)
+        Traceback (most recent call last):
+        ...
+        ValueError: rounds must be an even integer between 4 and 1024, got rounds=5.
+    """
+    max_index = _check_int(max_index, "max_index", "an integer in [0, 2**63 - 1]", 0, _MAX_LENGTH)
+    index = _as_int(index, "index", "an integer in [0, max_index]")
+    if not 0 <= index <= max_index:
+        raise ValueError(
+            f"index must be in [0, max_index], got index={index} with max_index={max_index}."
+        )
+    seed = _check_seed(seed)
+    rounds = _as_int(rounds, "rounds", "an even integer between 4 and 1024")
+    if rounds % 2 or not _ROUNDS <= rounds <= _MAX_ROUNDS:
+        raise ValueError(f"rounds must be an even integer between 4 and 1024, got rounds={rounds}.")
+    if rounds == _ROUNDS:
+        return _permute_int(index, max_index + 1, seed)
+    if max_index == 0:
+        return 0
+    bits = _block_bits(max_index)
+    if bits == _TABLE_BITS:
+        return int(_table(max_index + 1, seed, rounds)[index])
+    return _walk_int(index, max_index, bits // 2, _int_keys(seed, bits // 2, rounds))
+
+
+def _as_int(value: Any, name: str, allowed: str) -> int:
     if isinstance(value, bool):
+        raise TypeError(f"{name} must be {allowed}, got {value!r}.")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be {allowed}, got {value!r}.") from None
+
+
+def _check_int(value: Any, name: str, allowed: str, low: int, high: int | None) -> int:
+    if isinstance(value, bool):  # inlined `_as_int`: shuffle_index checks three ints per call
         raise TypeError(f"{name} must be {allowed}, got {value!r}.")
     try:
         value = operator.index(value)
@@ -131,14 +198,16 @@ def _block_bits(max_index: int) -> int:
     return max(_TABLE_BITS, bits + (bits & 1))
 
 
-def _generate_keys(seeds: Any, init: Any, wrap: Callable[[Any], Any]) -> list[Any]:
-    """`std::seed_seq{seed}.generate()` of `_ROUNDS` words ([rand.util.seedseq]).
+def _generate_keys(
+    seeds: Any, init: Any, wrap: Callable[[Any], Any], rounds: int = _ROUNDS
+) -> list[Any]:
+    """`std::seed_seq{seed}.generate()` of `rounds` words ([rand.util.seedseq]).
 
     Elementwise over Python ints (`wrap` reduces mod 2**32) or over numpy / jax
     uint32 arrays (which wrap by themselves; `init` then has the seeds' shape).
     """
-    n, s = _ROUNDS, 1  # n output words from s = 1 input word
-    t = (n - 1) // 2  # the standard's t for n < 7
+    n, s = rounds, 1  # n output words from s = 1 input word
+    t = 11 if n >= 623 else 7 if n >= 68 else 5 if n >= 39 else 3 if n >= 7 else (n - 1) // 2
     p, m = (n - t) // 2, max(s + 1, n)
     q = p + t
     b = [init] * n
@@ -160,9 +229,10 @@ def _generate_keys(seeds: Any, init: Any, wrap: Callable[[Any], Any]) -> list[An
 
 
 @functools.lru_cache(maxsize=1024)
-def _int_keys(seed: int, word_bits: int) -> tuple[int, ...]:
+def _int_keys(seed: int, word_bits: int, rounds: int = _ROUNDS) -> tuple[int, ...]:
     mask = (1 << word_bits) - 1
-    return tuple(k & mask for k in _generate_keys(seed, _SEED_SEQ_INIT, lambda x: x & _M32))
+    keys = _generate_keys(seed, _SEED_SEQ_INIT, lambda x: x & _M32, rounds)
+    return tuple(k & mask for k in keys)
 
 
 def _encrypt_int(value: int, w: int, keys: tuple[int, ...]) -> int:
@@ -204,7 +274,7 @@ def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
         return (((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask
 
     left, right = (value >> w).astype(np.uint32), (value & mask).astype(np.uint32)
-    for k in range(0, _ROUNDS, 2):
+    for k in range(0, len(keys), 2):
         left = left ^ f(right) ^ keys[k]
         right = right ^ f(left) ^ keys[k + 1]
     return (left.astype(value.dtype) << w) | right.astype(value.dtype)
@@ -221,7 +291,7 @@ def _encrypt_by_table(value: np.ndarray, w: int, keys: Sequence[Any]) -> np.ndar
     left: Any = (value >> w).astype(np.uint16)
     right: Any = (value & value.dtype.type((1 << w) - 1)).astype(np.uint16)
     looked_up = np.empty_like(left)
-    for k in range(0, _ROUNDS, 2):
+    for k in range(0, len(keys), 2):
         left ^= table.take(right, out=looked_up)
         left ^= keys[k]
         right ^= table.take(left, out=looked_up)
@@ -254,9 +324,9 @@ def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=32)
-def _table(length: int, seed: int) -> np.ndarray:
+def _table(length: int, seed: int, rounds: int = _ROUNDS) -> np.ndarray:
     """The cycle-walked permutation of [0, length) for a 16-bit block, as uint16."""
-    keys = [np.uint16(k) for k in _int_keys(seed, _TABLE_BITS // 2)]
+    keys = [np.uint16(k) for k in _int_keys(seed, _TABLE_BITS // 2, rounds)]
     block = np.arange(1 << _TABLE_BITS, dtype=np.uint32)
     succ = _encrypt(block, _TABLE_BITS // 2, keys).astype(np.intp)
     # Pointer doubling: after r rounds succ[x] is the first in-range value among the

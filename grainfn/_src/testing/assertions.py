@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import cloudpickle
@@ -128,6 +128,102 @@ def assert_resumable(
                 raise AssertionError(f"step after {k} gave states {after} and {after_again}")
         elif count < max_elements and (element is not END or again is not END):
             raise AssertionError(f"step past the end gave {element!r}, not END")
+
+
+def assert_iterator_restores(iterable: Iterable[Any], *, max_elements: int = 1000) -> None:
+    """Asserts that a new iterator set to any state an iterator was in yields the same rest.
+
+    For any iterable whose iterators have `get_state` and `set_state` (a
+    DataLoader, an ElasticIterator, ...), the checks of Grain's
+    `assert_equal_output_after_checkpoint`: one iterator reads up to
+    `max_elements` elements and keeps its state before each, and the state's
+    structure (`state_spec`) must not change meanwhile; then for every state
+    kept, `iter(iterable)` set to it must give that state back and the same
+    rest (ending where the first ended, unless the first was cut at
+    `max_elements`). `iter(iterable)` may be one shared iterator, as an
+    ElasticIterator's is: each check then sets it anew.
+
+    Args:
+        iterable: What to check; `iter(iterable)` gives an iterator with
+            `get_state()` and `set_state(state)`.
+        max_elements: How many elements to read at most.
+
+    Raises:
+        AssertionError: naming the step, the state and what differs.
+        TypeError: if the iterator has no `get_state` and `set_state`.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> loader = grain.DataLoader(
+        ...     data_source=[1, 2, 3],
+        ...     sampler=grain.samplers.SequentialSampler(3, grain.sharding.NoSharding()),
+        ... )
+        >>> assert_iterator_restores(loader)
+    """
+    iterator: Any = iter(iterable)
+    if not all(callable(getattr(iterator, name, None)) for name in ("get_state", "set_state")):
+        raise TypeError(
+            f"iter({iterable!r}) gave a {type(iterator).__qualname__}, which has no get_state "
+            "and set_state: there is no state to restore."
+        )
+    states: list[Any] = []
+    elements: list[Any] = []
+    spec = state_spec(iterator.get_state())
+    ended = False
+    while len(elements) < max_elements:
+        state = iterator.get_state()
+        if state_spec(state) != spec:
+            raise AssertionError(
+                f"The state's structure changed at step {len(elements)}: it was {spec}, "
+                f"it is {state_spec(state)}; a state should keep one shape for an iterator's life."
+            )
+        try:
+            element = next(iterator)
+        except StopIteration:
+            ended = True
+            break
+        states.append(state)
+        elements.append(element)
+    if not elements:
+        raise AssertionError(f"{iterable!r} gave no element: there is nothing to restore.")
+    for step, state in enumerate(states):
+        restored: Any = iter(iterable)
+        restored.set_state(state)
+        assert_elements_equal(restored.get_state(), state, f"restored at step {step}, the state")
+        expected = elements[step:]
+        rest = list(itertools.islice(restored, len(expected) + int(ended)))
+        if len(rest) != len(expected):
+            raise AssertionError(
+                f"Restored at step {step}, the iterator gave {len(rest)} elements where the first "
+                f"gave {len(expected)}{'' if ended else ' or more'} (state {state!r})."
+            )
+        for offset, (x, y) in enumerate(zip(expected, rest)):
+            assert_elements_equal(y, x, f"restored at step {step}, element {step + offset}")
+
+
+def state_spec(state: Any) -> Any:
+    """The structure of a state with its leaves' types: what must not change while iterating.
+
+    A list or tuple of leaves of one type counts as one leaf (its length may
+    change), an array by its dtype and shape, as in Grain's check.
+
+    Examples:
+        >>> state_spec({"next_index": 3, "workers": [0, 1]})
+        {'next_index': 'int', 'workers': 'list<int>'}
+        >>> state_spec(np.zeros((2, 3), np.int32))
+        'ndarray<int32>(2, 3)'
+    """
+    if isinstance(state, dict):
+        return {key: state_spec(value) for key, value in state.items()}
+    if isinstance(state, np.ndarray):
+        return f"ndarray<{state.dtype}>{state.shape}"
+    if isinstance(state, (list, tuple)):
+        kinds = {type(item) for item in state}
+        if len(kinds) <= 1:
+            inner = next(iter(kinds)).__name__ if kinds else ""
+            return f"{type(state).__name__}<{inner}>"
+        return type(state)(state_spec(item) for item in state)
+    return type(state).__name__
 
 
 def _read(value: Any, max_elements: int) -> list[Any]:
