@@ -59,3 +59,80 @@ def test_errors_are_value_errors_naming_the_function_and_bad_sizes_are_refused()
             module.BatchOperation(batch_size=0)
     with pytest.raises(ValueError, match=r"map_function .*broken raised KeyError: 0 \(the record"):
         list(grainfn.python.MapOperation(map_function=broken)(iter(records(grainfn.python))))
+
+
+MISMATCHED = {
+    "dict keys": [{"a": 1}, {"b": 2}],
+    "list lengths": [[1, 2], [3, 4, 5]],
+    "nested dict keys": [{"a": {"x": 1}}, {"a": {"y": 1}}],
+    "leaf, then dict": [1, {"a": 1}],
+    "dict, then leaf": [{"a": 1}, 1],
+    "tuple, then list": [(1, 2), [1, 2]],
+    "None, then leaf": [None, 1],
+    "two of three differ": [{"a": 1}, {"b": 2}, {"c": 3}],
+    "leaf, then list deeper": [{"a": [1, 2]}, {"a": [1, [2]]}],
+}
+SAME_STRUCTURE = {
+    "leaf shapes": [np.zeros(2), np.zeros(3)],  # a ValueError in both: same structure
+    "nested leaf shapes": [{"a": np.zeros(2)}, {"a": np.zeros((2, 1))}],
+}
+
+
+def batched(module: Any, data: list[Any]) -> list[Any]:
+    batch = module.BatchOperation(batch_size=len(data))
+    out = batch(
+        iter(module.Record(module.RecordMetadata(i, record_key=i), d) for i, d in enumerate(data))
+    )
+    return list(out)
+
+
+def loaded(module: Any, data: list[Any], worker_count: int = 0) -> list[Any]:
+    loader = module.DataLoader(
+        data_source=data,
+        sampler=module.SequentialSampler(len(data), module.NoSharding()),
+        operations=[module.BatchOperation(batch_size=len(data))],
+        worker_count=worker_count,
+    )
+    return list(loader)
+
+
+@pytest.mark.parametrize("case", [*MISMATCHED, *SAME_STRUCTURE])
+def test_batch_operation_raises_grains_exception_type(case: str) -> None:
+    data = {**MISMATCHED, **SAME_STRUCTURE}[case]
+    expected = TypeError if case in MISMATCHED else ValueError
+    with pytest.raises(expected):
+        batched(grain_python, data)
+    with pytest.raises(expected) as error:
+        batched(grainfn.python, data)
+    assert type(error.value) is expected
+    with pytest.raises(expected):
+        loaded(grain_python, data)
+    with pytest.raises(expected):
+        loaded(grainfn.python, data)
+    if case in MISMATCHED:  # ours names where the structures differ
+        assert "Cannot batch elements of different structure at" in str(error.value)
+
+
+def test_batch_operation_mismatch_is_a_type_error_with_workers_too() -> None:
+    with pytest.raises(TypeError, match="element 0 is a dict with keys \\['a'\\]"):
+        loaded(grainfn.python, MISMATCHED["dict keys"], worker_count=1)
+
+
+def test_batch_transformation_and_dataset_batch_keep_value_errors_like_grain() -> None:
+    import grain
+
+    data = MISMATCHED["dict keys"]
+    for module in (grain, grainfn):
+        with pytest.raises(ValueError):
+            module.MapDataset.source(data).batch(2)[0]
+        # A leaf beside a subtree is stacked into an object array by a dataset's batch.
+        assert module.MapDataset.source([1, {"a": 1}]).batch(2)[0].dtype == object
+    for python_module in (grain_python, grainfn.python):
+        loader = python_module.DataLoader(
+            data_source=data,
+            sampler=python_module.SequentialSampler(len(data), python_module.NoSharding()),
+            operations=[python_module.Batch(batch_size=len(data))],
+            worker_count=0,
+        )
+        with pytest.raises(ValueError):
+            list(loader)

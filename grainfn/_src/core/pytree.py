@@ -13,29 +13,45 @@ from typing import Any
 import numpy as np
 
 _SCALARS = (int, float, bool, complex, np.generic)
+_NODES = (dict, list, tuple, type(None))
 
 
-def stack(elements: Sequence[Any]) -> Any:
+class StructureError(ValueError):
+    """Elements of a batch that differ in structure (`stack` names the path where)."""
+
+
+def stack(elements: Sequence[Any], *, strict: bool = False) -> Any:
     """Stacks a non-empty sequence of same-structure pytrees leaf by leaf.
 
     Args:
         elements: Elements with the same structure whose leaves have equal shapes.
+        strict: Also refuse a leaf where another element has a subtree. By
+            default such leaves are stacked into a numpy object array, as
+            Grain's batch does; Grain's legacy `BatchOperation` refuses them.
 
     Returns:
         One pytree of that structure whose leaves are numpy arrays with a new
         leading axis of size `len(elements)`.
 
     Raises:
-        ValueError: if the elements differ in structure or in a leaf's shape;
-            the message names the path of the offending leaf.
+        StructureError: (a ValueError) if the elements differ in structure; the
+            message names the path where.
+        ValueError: if they differ in a leaf's shape; the message names the leaf.
 
     Examples:
         >>> stack([{"x": 1, "y": (2.0, 3)}, {"x": 4, "y": (5.0, 6)}])
         {'x': array([1, 4]), 'y': (array([2., 5.]), array([3, 6]))}
+        >>> stack([1, {"a": 2}])
+        array([1, {'a': 2}], dtype=object)
+        >>> stack([1, {"a": 2}], strict=True)
+        Traceback (most recent call last):
+        ...
+        grainfn._src.core.pytree.StructureError: Cannot batch elements of different structure at
+        the top level: element 0 is a leaf of type int but element 1 is a dict with keys ['a'].
     """
     if not elements:
         raise ValueError("Cannot stack an empty sequence of elements.")
-    return _stack_at(elements, "")
+    return _stack_at(elements, "", strict)
 
 
 def stack_runs(elements: Sequence[Any], sizes: np.ndarray) -> list[Any]:
@@ -120,7 +136,7 @@ def leaves(tree: Any) -> list[Any]:
     return found
 
 
-def _stack_at(elements: Sequence[Any], path: str) -> Any:
+def _stack_at(elements: Sequence[Any], path: str, strict: bool = False) -> Any:
     first = elements[0]
     if first is None:  # an empty subtree, as in JAX: nothing to stack
         for position, element in enumerate(elements):
@@ -132,15 +148,23 @@ def _stack_at(elements: Sequence[Any], path: str) -> Any:
         for position, element in enumerate(elements):
             if not isinstance(element, dict) or element.keys() != keys:
                 raise _structure_error(path, first, element, position)
-        return {key: _stack_at([e[key] for e in elements], f"{path}[{key!r}]") for key in keys}
+        return {
+            key: _stack_at([e[key] for e in elements], f"{path}[{key!r}]", strict) for key in keys
+        }
     if isinstance(first, (list, tuple)):
         for position, element in enumerate(elements):
             if type(element) is not type(first) or len(element) != len(first):
                 raise _structure_error(path, first, element, position)
-        stacked = [_stack_at([e[i] for e in elements], f"{path}[{i}]") for i in range(len(first))]
+        stacked = [
+            _stack_at([e[i] for e in elements], f"{path}[{i}]", strict) for i in range(len(first))
+        ]
         if _is_namedtuple(first):
             return type(first)(*stacked)
         return type(first)(stacked)
+    if strict:
+        for position, element in enumerate(elements):
+            if isinstance(element, _NODES):
+                raise _structure_error(path, first, element, position)
     return _stack_leaves(elements, path)
 
 
@@ -161,9 +185,9 @@ def _stack_leaves(leaves: Sequence[Any], path: str) -> np.ndarray:
         ) from None
 
 
-def _structure_error(path: str, first: Any, other: Any, position: int) -> ValueError:
+def _structure_error(path: str, first: Any, other: Any, position: int) -> StructureError:
     where = f"at {path}" if path else "at the top level"
-    return ValueError(
+    return StructureError(
         f"Cannot batch elements of different structure {where}: element 0 is "
         f"{_describe(first)} but element {position} is {_describe(other)}."
     )

@@ -13,9 +13,9 @@ import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import function_name
+from grainfn._src.loader.operations import stack_legacy
 from grainfn._src.loader.records import Record
 
 
@@ -88,6 +88,10 @@ class FilterOperation:
 class BatchOperation:
     """Legacy: batches `batch_size` records; prefer `transforms.Batch`.
 
+    Records whose data differ in structure are a TypeError, as in Grain's
+    legacy operation (`stack_legacy`; `transforms.Batch` raises ValueError),
+    in a DataLoader too; leaves of different shapes are a ValueError.
+
     Examples:
         >>> from grainfn._src.loader.records import RecordMetadata
         >>> records = [Record(RecordMetadata(i, record_key=i), i) for i in range(3)]
@@ -104,7 +108,7 @@ class BatchOperation:
 
     def __call__(self, input_iterator: Iterator[Record[Any]]) -> Iterator[Record[Any]]:
         """The batches, each with the metadata of its last record (without its key)."""
-        make = self.batch_fn or tree.stack
+        make = self.batch_fn or stack_legacy
         pending: list[Record[Any]] = []
         for record in input_iterator:
             pending.append(record)

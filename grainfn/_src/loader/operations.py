@@ -106,11 +106,40 @@ class RecordFlatMap:
         ]
 
 
+def stack_legacy(elements: Sequence[Any]) -> Any:
+    """Grain's legacy `BatchOperation` stacking: elements of other structures are a TypeError.
+
+    The elements are stacked as by a batch (`pytree.stack`), but a leaf where
+    another element has a subtree is refused too (`strict`), and every
+    structure mismatch is a TypeError, as Grain's legacy operation raises
+    (its `Batch` transformation and datasets raise ValueError); the message
+    names the path where the structures differ.
+
+    Examples:
+        >>> stack_legacy([[1, 2], [3, 4]])
+        [array([1, 3]), array([2, 4])]
+        >>> stack_legacy([{"a": 1}, {"b": 2}])
+        Traceback (most recent call last):
+        ...
+        TypeError: Cannot batch elements of different structure at the top level: element 0 is a
+        dict with keys ['a'] but element 1 is a dict with keys ['b'].
+    """
+    try:
+        return tree.stack(elements, strict=True)
+    except tree.StructureError as error:
+        raise TypeError(str(error)) from None
+
+
 @dataclasses.dataclass(frozen=True)
 class RecordBatch:
-    """One record of the batched data, with the last record's metadata minus its key."""
+    """One record of the batched data, with the last record's metadata minus its key.
+
+    `legacy` stacks as Grain's legacy `BatchOperation` (`stack_legacy`) when
+    there is no `batch_fn`; it does not change the pipeline's description.
+    """
 
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
+    legacy: bool = False
 
     @property
     def display_name(self) -> str:
@@ -119,5 +148,5 @@ class RecordBatch:
 
     def __call__(self, records: Sequence[Record[Any]]) -> Record[Any]:
         """The batch of the records."""
-        make = self.batch_fn or tree.stack
+        make = self.batch_fn or (stack_legacy if self.legacy else tree.stack)
         return Record(records[-1].metadata.remove_record_key(), make([r.data for r in records]))

@@ -102,7 +102,9 @@ def _apply(operation: Any, data: Any, to_stream: Callable[[Any], Stream[Any]]) -
             operation.batch_size,
             data,
             drop_remainder=operation.drop_remainder,
-            batch_fn=ops.RecordBatch(step.function),
+            batch_fn=ops.RecordBatch(
+                step.function, legacy=isinstance(operation, legacy.BatchOperation)
+            ),
         )
     assert step.function is not None, "only a batch may have no function"
     if step.stage == "flat_map":
