@@ -94,6 +94,8 @@ def test_foreign_states_are_refused_naming_what_differs() -> None:
         counted.step(fn.CountState(0, fn.DatasetPosition(-1)))
     with pytest.raises(ValueError, match="position is 99, past the end of a dataset of length 10"):
         fn.iterate(numbers(), fn.DatasetPosition(99))
+    with pytest.raises(IndexError, match="position is 11, past the end"):  # as Grain's error
+        fn.iterate(numbers(), fn.DatasetPosition(11))
     mixed = fn.mix([numbers(), numbers()])
     with pytest.raises(ValueError, match="components must hold 2 component states"):
         mixed.step(fn.MixState(0, False, (fn.DatasetPosition(0),)))

@@ -38,6 +38,24 @@ def test_slice_matches_list_slicing(items: list[int], sl: slice) -> None:
     assert read(ds) == items[sl]
 
 
+@given(st.lists(st.integers(), max_size=40), st.integers(1, 9), st.data())
+def test_sequential_parts_split_like_even_split_and_cover_the_data(
+    items: list[int], parts: int, data: st.DataObject
+) -> None:
+    from grainfn._src.loader.sharding import ShardOptions, even_split
+    from grainfn._src.stages.slice import sequential_part
+
+    pieces = []
+    for part in range(parts):
+        ds = sequential_part(
+            slice(part, data.draw(st.none() | st.integers()), parts), fn.source(items)
+        )
+        start, stop = even_split(len(items), ShardOptions(part, parts))
+        assert read(ds) == items[start:stop]
+        pieces += read(ds)
+    assert pieces == items
+
+
 def test_slice_of_slice_composes_like_lists() -> None:
     items = list(range(30))
     ds = fn.slice(slice(None, None, -2), fn.slice(slice(3, 25, 3), fn.source(items)))

@@ -61,7 +61,7 @@ class FromDatasetStream(Stream[T]):
         records.check_record(state, records.DatasetPosition, self.describe_stage(), path)
         if self.dataset.length < INFINITE and state.position > self.dataset.length:
             where = f"{path}.position" if path else "position"
-            raise ValueError(
+            raise validate.PositionOutOfRangeError(
                 f"State field {where} is {state.position}, past the end of a dataset of length "
                 f"{self.dataset.length}; this state belongs to another pipeline."
             )

@@ -17,6 +17,19 @@ INT64_MAX = 2**63 - 1
 """The largest position, length or size: positions are 64-bit integers."""
 
 
+class PositionOutOfRangeError(ValueError, IndexError):
+    """A state whose position lies outside the data it reads.
+
+    A ValueError, as every state grainfn refuses, and an IndexError, as Grain
+    raises for a `next_index` out of range, so code written for either catches it.
+
+    Examples:
+        >>> error = PositionOutOfRangeError("position 30 is past the end (20)")
+        >>> isinstance(error, ValueError) and isinstance(error, IndexError)
+        True
+    """
+
+
 def check_seed(seed: Any, what: str = "seed", limit: int | None = SEED_LIMIT) -> int:
     """Returns `seed` as an int after checking it lies in [0, limit) ([0, 2**32) by default).
 

@@ -15,6 +15,7 @@ from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.stream import Stream
+from grainfn._src.facade.in_place import InPlaceSlicing, SharedMemoryOutput
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.stages.sources import ObjectDataset
@@ -24,7 +25,7 @@ T = TypeVar("T")
 _S = TypeVar("_S", bound="_Stages[Any]")
 
 
-class _Stages(Generic[T]):
+class _Stages(SharedMemoryOutput, Generic[T]):
     """The stages MapDataset and IterDataset share: each builds a core value and wraps it."""
 
     @property
@@ -95,7 +96,7 @@ class _Stages(Generic[T]):
         return apply_transformations(self, transformations)
 
 
-class MapDataset(_Stages[T]):
+class MapDataset(InPlaceSlicing, _Stages[T]):
     """A dataset with random access: Grain's `MapDataset`.
 
     `len(ds)` is the length of one epoch and `ds[i]` the element at any index

@@ -100,3 +100,41 @@ def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[
         )
     table = slicing.index_table(positions, ds.length)
     return TakenDataset(ds, tuple(table.tolist()))
+
+
+def sequential_part(sl: builtins.slice, ds: Dataset[T]) -> Dataset[T]:
+    """Grain's sequential `set_slice(sl)`: part `sl.start` of `sl.step` contiguous parts of `ds`.
+
+    `slice(i, None, n)` names the worker `i` of `n` (its stop is ignored, as
+    in Grain); the part is the one `even_split` gives shard `i` of `n`: nearly
+    equal, contiguous, the first `len(ds) % n` parts one position longer.
+
+    Args:
+        sl: `slice(part, _, parts)`, with `parts >= 1` and `0 <= part < parts`.
+        ds: A dataset of finite length.
+
+    Returns:
+        The part, a slice of `ds`.
+
+    Raises:
+        TypeError: if `sl` is no slice, or its start or step no integer.
+        ValueError: if the step is < 1 or the start outside `[0, step)`.
+
+    Examples:
+        >>> from grainfn.fn import range
+        >>> sequential_part(builtins.slice(2, None, 3), range(21)).get_many([0, 1, 6])
+        [14, 15, 20]
+        >>> [sequential_part(builtins.slice(i, None, 3), range(10)).length for i in (0, 1, 2)]
+        [4, 3, 3]
+    """
+    if not isinstance(sl, builtins.slice):
+        raise TypeError(f"set_slice takes a slice(part, None, parts), got {sl!r}.")
+    parts = validate.check_positive_int(sl.step, f"the step (the number of parts) of {sl!r}")
+    part = validate.check_integer(sl.start, f"the start (the part) of {sl!r}")
+    if not 0 <= part < parts:
+        raise ValueError(
+            f"The start (the part) of {sl!r} must be in [0, step) = [0, {parts}), got {part}."
+        )
+    ds = as_dataset(ds, "set_slice")
+    positions = slicing.contiguous_part(ds.length, part, parts)
+    return slice(builtins.slice(positions.start, positions.stop), ds)

@@ -1,0 +1,120 @@
+"""Grain's in-place protocols of some datasets: `set_slice` of a source, shared-memory batches.
+
+Grain's prefetch machinery finds them by attribute (`SupportsInPlaceSlicing`,
+`SupportsSharedMemoryOutput`), so here, as there, a dataset has the attribute
+only where Grain's does: each is a property that raises AttributeError on any
+other dataset. The facade datasets inherit these mixins; the logic is the
+core's (`sequential_part`).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.stages.batch import BatchedDataset, BatchedStream
+from grainfn._src.stages.slice import sequential_part
+from grainfn._src.stages.sources import RangeDataset, SourceDataset
+
+
+class SharedMemoryOutput:
+    """`enable_shared_memory_output`, which a batch has (MapDataset and IterDataset)."""
+
+    _core: Any
+
+    @property
+    def enable_shared_memory_output(self) -> Callable[[], None]:
+        """Grain's `enable_shared_memory_output()` of a batch: accepted, and it changes nothing.
+
+        Grain's batch datasets write their batches to shared memory when asked
+        (its `mp_prefetch` asks), so that worker processes hand numpy arrays
+        over without a copy. grainfn's workers move every numpy payload
+        through shared memory already, so here the call is a no-op: the
+        elements, states and element spec stay the same. As in Grain, only a
+        batch has it: on any other dataset it is an AttributeError (and
+        `hasattr` is False).
+
+        Examples:
+            >>> import grainfn as grain
+            >>> ds = grain.MapDataset.range(5).to_iter_dataset().batch(2)
+            >>> ds.enable_shared_memory_output()
+            >>> [b.tolist() for b in ds]
+            [[0, 1], [2, 3], [4]]
+            >>> hasattr(grain.MapDataset.range(5), "enable_shared_memory_output")
+            False
+        """
+        core = getattr(self, "_core", None)
+        if not isinstance(core, (BatchedDataset, BatchedStream)):
+            last = f" (this one ends in {core.describe_stage()})" if core is not None else ""
+            raise AttributeError(
+                f"{type(self).__name__} object has no attribute 'enable_shared_memory_output': "
+                f"as in Grain, only a batch (ds.batch(n)) has it{last}."
+            )
+        return _shared_memory_output_enabled
+
+
+class InPlaceSlicing:
+    """`set_slice`, which a source and a range have (MapDataset)."""
+
+    _core: Any
+    _unsliced: Dataset[Any]
+
+    @property
+    def set_slice(self) -> Callable[..., None]:
+        """Grain's in-place `set_slice(sl, sequential_slice=True)` of a source or a range.
+
+        `ds.set_slice(slice(i, None, n), sequential_slice=True)` makes `ds` read
+        only part `i` of `n` contiguous, nearly equal parts of its data from
+        then on (the part `even_split` gives shard `i` of `n`; the slice's stop
+        is ignored, as in Grain). The part is always one of the whole source:
+        a second call replaces the first. Non-sequential slicing is refused,
+        as in Grain, with an error that is both a ValueError and an
+        AssertionError (Grain asserts).
+
+        Two differences, both because grainfn's datasets are values: a dataset
+        built from `ds` before the call keeps reading all of it (in Grain it
+        reads the part), and a second call on a source splits the whole source
+        (Grain's splits by the current part's length). As in Grain, only a
+        source (`MapDataset.source`) and a range (`MapDataset.range`) have
+        `set_slice`; on any other dataset it is an AttributeError (and
+        `hasattr` is False).
+
+        Examples:
+            >>> import grainfn as grain
+            >>> ds = grain.MapDataset.range(21)
+            >>> ds.set_slice(slice(2, None, 3), sequential_slice=True)
+            >>> list(ds)
+            [14, 15, 16, 17, 18, 19, 20]
+            >>> hasattr(ds.map(str), "set_slice")
+            False
+        """
+        whole = getattr(self, "_unsliced", None) or getattr(self, "_core", None)
+        if not isinstance(whole, (SourceDataset, RangeDataset)):
+            last = f" (this one ends in {whole.describe_stage()})" if whole is not None else ""
+            raise AttributeError(
+                f"{type(self).__name__} object has no attribute 'set_slice': as in Grain, only a "
+                f"source (MapDataset.source) or a range (MapDataset.range) has it{last}."
+            )
+        source: Dataset[Any] = whole
+
+        def set_slice(sl: builtins.slice, sequential_slice: bool = False) -> None:
+            if not sequential_slice:
+                raise SequentialSliceOnlyError(
+                    f"set_slice({sl!r}, sequential_slice=False): a source reads only a "
+                    "sequential slice (slice(part, None, parts)), as in Grain; pass "
+                    "sequential_slice=True, or use ds[sl] for a new dataset of those positions."
+                )
+            self._core = sequential_part(sl, source)
+            self._unsliced = source
+
+        return set_slice
+
+
+class SequentialSliceOnlyError(ValueError, AssertionError):
+    """A non-sequential `set_slice` of a source: a ValueError, and Grain's AssertionError."""
+
+
+def _shared_memory_output_enabled() -> None:
+    """What a batch's `enable_shared_memory_output()` does: nothing (see there)."""
