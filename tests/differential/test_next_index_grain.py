@@ -29,6 +29,18 @@ PIPELINES = {
     "map_with_index": lambda g: (
         g.MapDataset.range(10).to_iter_dataset().map_with_index(lambda i, x: (i, x))
     ),
+    "interleave of one dataset": lambda g: g.experimental.InterleaveIterDataset(
+        [g.MapDataset.range(10).shuffle(seed=2).to_iter_dataset()], cycle_length=1
+    ),
+    "interleave of one dataset, more slots, batched": lambda g: (
+        g.experimental.InterleaveIterDataset(
+            [g.MapDataset.range(10).to_iter_dataset().map(lambda x: x * 2)], cycle_length=3
+        ).batch(2)
+    ),
+    "interleave of a dataset of one dataset": lambda g: g.experimental.InterleaveIterDataset(
+        g.MapDataset.range(1).map(lambda i: g.MapDataset.range(10).to_iter_dataset()),
+        cycle_length=2,
+    ),
     "seed and mp_prefetch": lambda g: (
         g.MapDataset.range(10)
         .seed(3)
@@ -39,7 +51,9 @@ PIPELINES = {
 }
 
 
-def session(lib: Any, make: Any, skip: int, index: int) -> tuple[Any, ...]:
+def session(
+    lib: Any, make: Any, skip: int, index: int, index_at_end: bool = True
+) -> tuple[Any, ...]:
     it = iter(make(lib))
     for _ in range(skip):
         next(it)
@@ -49,6 +63,8 @@ def session(lib: Any, make: Any, skip: int, index: int) -> tuple[Any, ...]:
     except Exception as error:
         return before, type(error).__name__
     rest = [np.asarray(x).tolist() for x in it]
+    if not index_at_end:
+        return before, rest
     return before, rest, lib.experimental.get_next_index(it)
 
 
@@ -58,7 +74,9 @@ def test_next_index_matches_grain(name: str, skip: int, index: int) -> None:
     import grain
 
     make = PIPELINES[name]
-    assert session(grainfn, make, skip, index) == session(grain, make, skip, index)
+    # Grain's index of an ended interleave is 0 again: see test_an_ended_interleave_...
+    at_end = "interleave" not in name
+    assert session(grainfn, make, skip, index, at_end) == session(grain, make, skip, index, at_end)
 
 
 @pytest.mark.parametrize(
@@ -76,6 +94,67 @@ def test_positions_that_are_not_one_index_are_refused_like_grain(make: Any) -> N
         next(it)
         with pytest.raises(NotImplementedError):
             lib.experimental.get_next_index(it)
+
+
+@pytest.mark.parametrize("cycle_length", [1, 2, 3])
+def test_an_interleave_of_more_datasets_is_refused_like_grain(cycle_length: int) -> None:
+    import grain
+
+    for lib in (grain, grainfn):
+        parts = [
+            lib.MapDataset.range(5).to_iter_dataset(),
+            lib.MapDataset.range(3).to_iter_dataset(),
+        ]
+        ds = lib.experimental.InterleaveIterDataset(parts, cycle_length=cycle_length)
+        it = iter(ds)
+        for what in ("get_next_index", "set_next_index"):
+            with pytest.raises(
+                NotImplementedError, match=f"{what} is not supported for .*Interleave"
+            ):
+                if what == "get_next_index":
+                    lib.experimental.get_next_index(it)
+                else:
+                    lib.experimental.set_next_index(it, 0)
+        assert list(it) == list(ds)  # the refused calls moved nothing
+
+
+def test_an_interleave_of_one_dataset_follows_each_index_like_grain() -> None:
+    import grain
+
+    got, put = [], []
+    for lib in (
+        grain,
+        grainfn,
+    ):  # Grain's interleave_test: test_get_next_index, test_set_next_index
+        ds = lib.experimental.InterleaveIterDataset(
+            [lib.MapDataset.range(10).to_iter_dataset()], cycle_length=1
+        )
+        it = iter(ds)
+        got.append([lib.experimental.get_next_index(it)])
+        for _ in range(10):
+            next(it)
+            got[-1].append(lib.experimental.get_next_index(it))
+        put.append([])
+        for i in reversed(range(10)):
+            lib.experimental.set_next_index(it, i)
+            put[-1].append(next(it))
+    assert got[0] == got[1] == list(range(11))
+    assert put[0] == put[1] == list(reversed(range(10)))
+
+
+def test_an_ended_interleave_of_one_dataset_keeps_its_index() -> None:
+    # Grain forgets an ended dataset: its index is 0 again and set_next_index fails an
+    # assertion; grainfn's index stays at the end, and set_next_index reads on from there.
+    ds = grainfn.experimental.InterleaveIterDataset(
+        [grainfn.MapDataset.range(4).to_iter_dataset()], cycle_length=1
+    )
+    it = iter(ds)
+    assert list(it) == [0, 1, 2, 3]
+    assert grainfn.experimental.get_next_index(it) == 4
+    grainfn.experimental.set_next_index(it, 2)
+    assert list(it) == [2, 3]
+    with pytest.raises(IndexError):
+        grainfn.experimental.set_next_index(it, 5)
 
 
 def test_an_index_past_the_end_is_an_index_error_like_grain() -> None:

@@ -4,8 +4,10 @@ The index is the position of the next element of the map-level dataset the
 pipeline reads (`from_dataset`), counted in the units of the stages above it:
 a batch counts batches. Stages that pass their parent's position on (map,
 seed, mp_prefetch, timing), batch, limit, random_map and map_with_index have
-a rule here; for a stage whose position is not one index (a stream filter, a
-mix, packing) both functions raise NotImplementedError naming it, as Grain does.
+a rule here, and so has an interleave of one dataset (its index is that
+dataset's, as in Grain); for a stage whose position is not one index (a
+stream filter, a mix, packing, an interleave of more datasets) both functions
+raise NotImplementedError naming it, as Grain does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.stages.batch import BatchedStream
+from grainfn._src.stages.interleave import (
+    InterleavedDatasetsStream,
+    InterleavedStream,
+    InterleaveSlot,
+    InterleaveState,
+)
 from grainfn._src.stages.limit import LimitedStream, LimitState
 from grainfn._src.stages.map import CountingStream, CountState, MappedStream
 from grainfn._src.stages.seed import SeededStream
@@ -93,6 +101,34 @@ def _dataset_position(stream: FromDatasetStream[Any], index: int) -> DatasetPosi
     return DatasetPosition(index)
 
 
+_Interleave = InterleavedStream | InterleavedDatasetsStream
+
+
+def _only_dataset(stream: _Interleave, what: str) -> Any:
+    """The one dataset of an interleave, as a stream: Grain's rule for its index."""
+    if stream.count != 1:
+        raise NotImplementedError(
+            f"{what} is not supported for an Interleave of {stream.count} datasets "
+            f"({stream.describe_stage()}): each of them has its own position, so there is no one "
+            "index (Grain supports an interleave of one dataset only, too); use get_state and "
+            "set_state."
+        )
+    return stream.stream_at(0)
+
+
+def _interleave_get(stream: _Interleave, state: InterleaveState) -> int:
+    dataset = _only_dataset(stream, "get_next_index")
+    (slot,) = state.components
+    return _get(dataset, slot.parent)  # at its end too (Grain's is 0 again then)
+
+
+def _interleave_set(stream: _Interleave, state: InterleaveState, index: int) -> InterleaveState:
+    dataset = _only_dataset(stream, "set_next_index")
+    (slot,) = state.components
+    parent = _set(dataset, slot.parent, index)
+    return InterleaveState(0, 1, (InterleaveSlot(0, False, parent),))  # read on, even if ended
+
+
 _passed_on: tuple[Get, Set] = (
     lambda stream, state: _get(stream.parents[0], state),
     lambda stream, state, index: _set(stream.parents[0], state, index),
@@ -117,5 +153,7 @@ RULES: dict[type, tuple[Get, Set]] = {
         lambda stream, state: _get(stream.parent, state.parent),
         lambda stream, state, index: CountState(index, _set(stream.parent, state.parent, index)),
     ),
+    InterleavedStream: (_interleave_get, _interleave_set),
+    InterleavedDatasetsStream: (_interleave_get, _interleave_set),
 }
 """How each stream stage reads and sets the index: `(get, set)`."""
