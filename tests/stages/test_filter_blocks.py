@@ -109,3 +109,34 @@ def test_a_full_filter_check_window_of_array_elements_is_counted() -> None:
     batches = list(kept)
     assert [len(b) for b in batches] == [600, 600, 300]
     assert np.concatenate(batches)[:, 0].tolist() == list(range(0, 3000, 2))
+
+
+def test_an_iterator_warns_first_then_once_a_minute(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import grainfn as grain
+    from grainfn._src.core import filter_check
+
+    now = [1000.0]
+    monkeypatch.setattr(filter_check.time, "monotonic", lambda: now[0])
+
+    def warnings() -> int:
+        return sum("of the last 1000 elements" in r.getMessage() for r in caplog.records)
+
+    ds = grain.MapDataset.range(6000).filter(lambda x: x % 20 == 0).to_iter_dataset()
+    plain = grain.MapDataset.range(6000).to_iter_dataset().filter(lambda x: x % 20 == 0)
+    with caplog.at_level("WARNING"):
+        it = iter(ds)
+        first = [next(it) for _ in range(100)]  # 2000 positions: two full windows, one warning
+        assert warnings() == 1
+        now[0] += 59.0
+        first += [next(it) for _ in range(50)]
+        assert warnings() == 1
+        now[0] += 2.0  # a minute after the first: the next full window warns again
+        first += list(it)
+        assert warnings() == 2
+        other = iter(ds)  # a new iterator warns at its first full window
+        assert list(other) == first == list(range(0, 6000, 20))
+        assert warnings() == 3
+        assert list(plain) == first  # a stream filter too, with its own iterator
+        assert warnings() == 4

@@ -6,9 +6,14 @@ The Grain API's iterators check (see `with_options_applied`); the stages of
 Reading counts the elements a filter (or a map-level filter's holes, read by
 `from_dataset`) drops in consecutive windows of `WINDOW` elements it sees. When
 a window is full, a ratio of dropped elements at or above `warn_ratio` logs a
-warning (once per process), and one at or above `raise_ratio` raises ValueError, before
-the window's last element is returned. A resumed reader starts a new window.
+warning, and one at or above `raise_ratio` raises ValueError, before the
+window's last element is returned. A resumed reader starts a new window.
 Neither changes the elements or the states.
+
+The warning is logged the first time in each iterator, then at most once every
+`WARN_INTERVAL` seconds by that iterator (Grain logs it at most once a minute
+per process): the `FilterCheck` that `with_options_applied` makes for an
+iterator carries the `WarningClock` all its filter stages share.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import dataclasses
 import itertools
 import logging
 import operator
+import time
 from typing import Any
 
 from grainfn._src.core.dataset import Dataset
@@ -26,12 +32,40 @@ from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 WINDOW = 1000
 """The number of elements a filter sees per window."""
 
+WARN_INTERVAL = 60.0
+"""Seconds an iterator waits before it logs the filter warning again (Grain's interval)."""
+
 _logger = logging.getLogger("grainfn")
+
+
+class WarningClock:
+    """When one iterator last logged the filter warning; all its filter stages share it.
+
+    Examples:
+        >>> clock = WarningClock()
+        >>> clock.due(now=100.0), clock.due(now=130.0), clock.due(now=160.0)
+        (True, False, True)
+    """
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+
+    def due(self, now: float) -> bool:
+        """Whether to log now (then it counts as logged): first, or `WARN_INTERVAL` after."""
+        if self.last is not None and now - self.last < WARN_INTERVAL:
+            return False
+        self.last = now
+        return True
 
 
 @dataclasses.dataclass(frozen=True)
 class FilterCheck:
     """The ratios of dropped elements per window that warn and that raise (None: never).
+
+    `clock` paces the warning; it is no part of the check's value (equality,
+    repr): each `FilterCheck` made has its own, so each iterator warns.
 
     Examples:
         >>> FilterCheck()
@@ -42,6 +76,7 @@ class FilterCheck:
 
     warn_ratio: float | None = 0.9
     raise_ratio: float | None = None
+    clock: WarningClock = dataclasses.field(default_factory=WarningClock, compare=False, repr=False)
 
     @property
     def active(self) -> bool:
@@ -54,9 +89,6 @@ NO_CHECK = FilterCheck(None, None)
 
 GRAIN_CHECK = FilterCheck()
 """Grain's default, which the Grain API's iterators apply: warn at 90% dropped, never raise."""
-
-
-_warned = False  # the warning is logged once per process, as Grain logs it
 
 
 class FilterWindow:
@@ -109,9 +141,8 @@ class FilterWindow:
                 "or filter the source beforehand; to turn this check off, set "
                 "DatasetOptions(filter_raise_threshold_ratio=None) with WithOptionsIterDataset."
             )
-        global _warned
-        if check.warn_ratio is not None and ratio >= check.warn_ratio and not _warned:
-            _warned = True
+        warn = check.warn_ratio is not None and ratio >= check.warn_ratio
+        if warn and check.clock.due(time.monotonic()):
             _logger.warning(
                 "%s dropped %.2f%% of the last %d elements it saw, at or above "
                 "filter_warn_threshold_ratio=%s. Check the predicate; to silence this, set "
