@@ -60,16 +60,22 @@ class FailsOnce:
         return x
 
 
-def test_an_error_arrives_in_place_and_reading_goes_on_after_it() -> None:
-    stream = fn.thread_prefetch(4, fn.map(FailsOnce(7), fn.from_dataset(fn.range(20))))
-    it = fn.iterate(stream)
-    seen = [next(it) for _ in range(7)]
-    with pytest.raises(OSError, match="transient failure at 7"):
+def assert_fails_in_place_then_reads_on(stream: fn.Stream, at: int, match: str) -> None:
+    """`stream` over range(20) fails once after `at` elements: the error comes in place, at
+    the state before it, and reading on gives the rest, nothing lost and nothing twice."""
+    it = fn.iterate(fn.thread_prefetch(4, stream))
+    seen = [next(it) for _ in range(at)]
+    with pytest.raises(OSError, match=match):
         next(it)
-    assert it.state == fn.DatasetPosition(7)
+    assert it.state == fn.DatasetPosition(at)
     seen += list(it)
-    assert seen == list(range(20))  # nothing lost, nothing twice
+    assert seen == list(range(20))
     assert not prefetch_threads()
+
+
+def test_an_error_arrives_in_place_and_reading_goes_on_after_it() -> None:
+    stream = fn.map(FailsOnce(7), fn.from_dataset(fn.range(20)))
+    assert_fails_in_place_then_reads_on(stream, 7, "transient failure at 7")
 
 
 def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
@@ -149,15 +155,8 @@ class _StateFailsOnceCursor(BaseCursor):
 
 
 def test_a_state_that_fails_in_the_reader_thread_is_raised_in_place() -> None:
-    stream = fn.thread_prefetch(4, StateFailsOnce(fn.from_dataset(fn.range(20)), 6))
-    it = fn.iterate(stream)
-    seen = [next(it) for _ in range(6)]
-    with pytest.raises(OSError, match="state after 6 unreadable"):
-        next(it)
-    assert it.state == fn.DatasetPosition(6)
-    seen += list(it)
-    assert seen == list(range(20))
-    assert not prefetch_threads()
+    stream = StateFailsOnce(fn.from_dataset(fn.range(20)), 6)
+    assert_fails_in_place_then_reads_on(stream, 6, "state after 6 unreadable")
 
 
 class TimesOutFirst(queue.Queue):  # type: ignore[type-arg]

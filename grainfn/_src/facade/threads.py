@@ -216,7 +216,7 @@ class _IteratorReadAhead:
             self.last = _state_after(self.parent)
             return element
         if self.cursor is None:
-            self.cursor = ReadAheadCursor(_Iterator(self.parent), self.last, self.size)
+            self.cursor = self._run()
         before = self.cursor.state()
         try:
             return self.cursor.next()
@@ -230,8 +230,12 @@ class _IteratorReadAhead:
 
     def start_prefetch(self) -> None:
         if self.size > 0 and not self.closed and self.cursor is None:
-            self.cursor = ReadAheadCursor(_Iterator(self.parent), self.last, self.size)
+            self.cursor = self._run()
             self.cursor.start_prefetch()
+
+    def _run(self) -> ReadAheadCursor:
+        """A new run of reads, from where the parent stands."""
+        return ReadAheadCursor(_Iterator(self.parent), self.last, self.size)
 
     def stop(self) -> None:
         """Ends the current run; the parent is then this thread's to use."""

@@ -154,14 +154,7 @@ def permute_index(index: int, max_index: int, seed: int, rounds: int = _ROUNDS) 
     rounds = _as_int(rounds, "rounds", "an even integer between 4 and 1024")
     if rounds % 2 or not _ROUNDS <= rounds <= _MAX_ROUNDS:
         raise ValueError(f"rounds must be an even integer between 4 and 1024, got rounds={rounds}.")
-    if rounds == _ROUNDS:
-        return _permute_int(index, max_index + 1, seed)
-    if max_index == 0:
-        return 0
-    bits = _block_bits(max_index)
-    if bits == _TABLE_BITS:
-        return int(_table(max_index + 1, seed, rounds)[index])
-    return _walk_int(index, max_index, bits // 2, _int_keys(seed, bits // 2, rounds))
+    return _permute_int(index, max_index + 1, seed, rounds)
 
 
 def _as_int(value: Any, name: str, allowed: str) -> int:
@@ -229,7 +222,7 @@ def _generate_keys(
 
 
 @functools.lru_cache(maxsize=1024)
-def _int_keys(seed: int, word_bits: int, rounds: int = _ROUNDS) -> tuple[int, ...]:
+def _int_keys(seed: int, word_bits: int, rounds: int) -> tuple[int, ...]:
     mask = (1 << word_bits) - 1
     keys = _generate_keys(seed, _SEED_SEQ_INIT, lambda x: x & _M32, rounds)
     return tuple(k & mask for k in keys)
@@ -254,14 +247,14 @@ def _walk_int(value: int, max_index: int, w: int, keys: tuple[int, ...]) -> int:
     return value
 
 
-def _permute_int(position: int, length: int, seed: int) -> int:
+def _permute_int(position: int, length: int, seed: int, rounds: int = _ROUNDS) -> int:
     max_index = length - 1
     if max_index == 0:
         return 0
     bits = _block_bits(max_index)
     if bits == _TABLE_BITS:
-        return int(_table(length, seed)[position])
-    return _walk_int(position, max_index, bits // 2, _int_keys(seed, bits // 2))
+        return int(_table(length, seed, rounds)[position])
+    return _walk_int(position, max_index, bits // 2, _int_keys(seed, bits // 2, rounds))
 
 
 def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
@@ -324,7 +317,7 @@ def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
 
 
 @functools.lru_cache(maxsize=32)
-def _table(length: int, seed: int, rounds: int = _ROUNDS) -> np.ndarray:
+def _table(length: int, seed: int, rounds: int) -> np.ndarray:
     """The cycle-walked permutation of [0, length) for a 16-bit block, as uint16."""
     keys = [np.uint16(k) for k in _int_keys(seed, _TABLE_BITS // 2, rounds)]
     block = np.arange(1 << _TABLE_BITS, dtype=np.uint32)
@@ -346,20 +339,22 @@ def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -
         return np.zeros(position.shape, np.uint16)
     if bits == _TABLE_BITS:
         if isinstance(seeds, int):
-            return _table(length, seeds)[position]
+            return _table(length, seeds, _ROUNDS)[position]
         out = np.empty(position.shape, np.uint16)
         for seed in np.unique(seeds):
             selected = seeds == seed
-            out[selected] = _table(length, int(seed))[position[selected]]
+            out[selected] = _table(length, int(seed), _ROUNDS)[position[selected]]
         return out
     w = bits // 2
     if position.size <= _PYTHON_MAX:
         seed_list = [seeds] * position.size if isinstance(seeds, int) else seeds.tolist()
         pairs = zip(position.tolist(), seed_list, strict=True)
-        return np.array([_walk_int(p, max_index, w, _int_keys(s, w)) for p, s in pairs], np.uint64)
+        return np.array(
+            [_walk_int(p, max_index, w, _int_keys(s, w, _ROUNDS)) for p, s in pairs], np.uint64
+        )
     half = _key_dtype(w)
     if isinstance(seeds, int):
-        keys: list[Any] = [half(k) for k in _int_keys(seeds, w)]
+        keys: list[Any] = [half(k) for k in _int_keys(seeds, w, _ROUNDS)]
     else:
         keys = _array_keys(seeds, np.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
         keys = [k.astype(half) for k in keys]
@@ -372,7 +367,7 @@ def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -
         active = active[walked > max_index]
     for i in active.tolist():  # the last few stragglers are cheaper one by one
         seed = seeds if isinstance(seeds, int) else int(seeds[i])
-        value[i] = _walk_int(int(value[i]), max_index, w, _int_keys(seed, w))
+        value[i] = _walk_int(int(value[i]), max_index, w, _int_keys(seed, w, _ROUNDS))
     return value
 
 

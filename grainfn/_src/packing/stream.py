@@ -12,14 +12,15 @@ again, as Grain does.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, NamedTuple
 
 from grainfn._src.core import state as records
+from grainfn._src.core.pytree import map_leaves
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream
 from grainfn._src.packing.arrays import Memory, row_order
 from grainfn._src.packing.bins import Block
 from grainfn._src.packing.spec import PackSpec
-from grainfn._src.packing.trees import unstack
 
 
 @records.register
@@ -135,7 +136,12 @@ class _PackCursor(BaseCursor):
         columns: Any = map(list, packed.values())
         if self.spec.trees:  # a nested feature's outputs are trees: split each into rows
             nested, count = self.spec.tree_keys, len(order)
-            columns = [unstack(v, count) if k in nested else list(v) for k, v in packed.items()]
+            columns = [
+                [map_leaves(operator.itemgetter(i), v) for i in range(count)]
+                if k in nested
+                else list(v)
+                for k, v in packed.items()
+            ]
         rows = [dict(zip(packed, row)) for row in zip(*columns)]
         return [rows[i] for i in order]
 

@@ -110,18 +110,6 @@ def rebuild(structure: Any, leaves: Iterator[Any]) -> Any:
     return next(leaves)
 
 
-def unstack(tree: Any, count: int) -> list[Any]:
-    """The `count` trees of `tree`'s structure whose leaves are `leaf[i]` of its leaves.
-
-    Examples:
-        >>> import numpy as np
-        >>> unstack({"x": np.array([1, 2]), "y": (np.array([3, 4]),)}, 2)
-        [{'x': np.int64(1), 'y': (np.int64(3),)}, {'x': np.int64(2), 'y': (np.int64(4),)}]
-    """
-    leaves = [leaf for _, leaf in leaf_paths(tree)]
-    return [rebuild(tree, (leaf[i] for leaf in leaves)) for i in range(count)]
-
-
 def collect(
     structure: Any, element: Any, path: Path, found: list[Any], *, exact: bool = True
 ) -> None:
