@@ -73,8 +73,12 @@ def leftovers() -> dict[str, Any]:
     return {what: found for what, found in left.items() if found}
 
 
-def assert_nothing_left(seconds: float = 5.0) -> None:
-    """Waits up to `seconds` for the workers to go; fails naming whatever is left."""
+def assert_nothing_left(seconds: float = 60.0) -> None:
+    """Waits up to `seconds` for the workers to go; fails naming whatever is left.
+
+    The bound is generous: on a busy machine a worker told to stop can take
+    seconds to be scheduled, exit and be reaped. Nothing left returns at once.
+    """
     deadline = time.monotonic() + seconds
     while (left := leftovers()) and time.monotonic() < deadline:
         time.sleep(0.05)

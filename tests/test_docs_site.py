@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -39,7 +38,6 @@ API_PAGES = {
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # mkdocs-material's banner about MkDocs 2
-    start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
@@ -48,10 +46,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         timeout=300,
     )
-    seconds = time.perf_counter() - start
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
     assert "WARNING" not in result.stderr, result.stderr
-    assert seconds < 120, f"the docs build took {seconds:.0f} s"
     return out
 
 

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import BlockReader
+from grainfn._src.core.blocks import (
+    BlockReader,
+    BlockSizer,
+    next_block_size,
+    reading_waits,
+    threads_keep_up,
+)
+
+from waiting import wait_until
 
 
 class SleepySource:
@@ -35,11 +43,7 @@ def reader_threads() -> int:
 
 
 def wait_for_no_reader_threads() -> None:
-    for _ in range(200):
-        if reader_threads() == 0:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"{reader_threads()} reader threads are still alive")
+    wait_until(lambda: reader_threads() == 0, "every grainfn-read thread ended")
 
 
 def stream_of(source: Any, threads: int, buffer: int = 64) -> Any:
@@ -51,12 +55,15 @@ def stream_of(source: Any, threads: int, buffer: int = 64) -> Any:
 def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> None:
     plain = list(fn.iterate(stream_of(SleepySource(300), threads=0)))
     it = fn.iterate(stream_of(SleepySource(300), threads=8))
-    got, states = [], []
+    reader = it._cursor.parent.reader  # type: ignore[attr-defined]
+    got, states, read_ahead = [], [], False
     for element in it:
         got.append(element)
         states.append(it.state)
-        if len(got) == 50:
-            assert it._cursor.parent.reader.reads_ahead  # type: ignore[attr-defined]
+        # A sleeping read takes no CPU however busy the machine, so threads start
+        # after three blocks, and stay for at least one trial.
+        read_ahead |= reader.reads_ahead
+    assert read_ahead
     assert got == plain
     wait_for_no_reader_threads()  # threads end once everything is read
     for k in (0, 7, 51, len(plain) - 1):
@@ -64,10 +71,15 @@ def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> No
         assert rest == plain[k + 1 :]
 
 
-def test_cheap_reads_stay_in_the_calling_thread() -> None:
+def test_a_read_waits_when_its_thread_computes_less_than_a_quarter_of_its_time() -> None:
+    assert reading_waits(cpu=0.0001, wall=0.001)  # a file, a network, a sleep
+    assert not reading_waits(cpu=0.0009, wall=0.001)  # computing: threads would not help
+    assert not reading_waits(cpu=0.0, wall=0.0004)  # too short to say
+
+
+def test_cheap_reads_allowed_threads_give_the_same_elements() -> None:
     it = fn.iterate(fn.from_dataset(fn.map(lambda x: x + 1, fn.range(20_000)), threads=16))
-    assert sum(it) == sum(range(1, 20_001))
-    assert not it._cursor.reader.reads_ahead  # type: ignore[attr-defined]
+    assert list(it) == list(range(1, 20_001))
 
 
 def test_an_error_in_a_thread_surfaces_at_its_position() -> None:
@@ -155,31 +167,68 @@ def spin(x: int) -> int:
     return total
 
 
-def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
-    """A shared machine can make computing look like waiting; threads must then prove faster."""
-    ds = fn.map(spin, fn.range(4000))
-    reader = BlockReader(ds, 0, threads=4, buffer=64)
-    got: list[Any] = []
-    for _ in range(6):  # read in this thread: its cost per element is the baseline
-        got += reader.read()[1]
-    reader.start(seconds_per_element=reader.own_cost)
-    assert reader.reads_ahead
-    gave_way = False
+def test_threads_must_keep_the_consumer_waiting_much_less_than_reading_itself() -> None:
+    assert threads_keep_up(waited_per_element=0.001, own_cost=0.0015)
+    assert not threads_keep_up(waited_per_element=0.0011, own_cost=0.0015)
+    assert threads_keep_up(waited_per_element=1.0, own_cost=0.0)  # nothing to compare with yet
+
+
+def read_on_threads(own_cost: float) -> tuple[list[Any], list[bool]]:
+    """Reads `spin` over 4000 positions on threads, reading here said to cost `own_cost`
+    seconds per element; returns the elements and whether threads read after each block."""
+    reader = BlockReader(fn.map(spin, fn.range(4000)), 0, threads=4, buffer=64)
+    got: list[Any] = list(reader.read()[1])
+    reader.start(seconds_per_element=0.0001)
+    reader.own_costs.clear()
+    reader.own_costs.append(own_cost)
+    on_threads = []
     while True:
         try:
             got += reader.read()[1]
         except StopIteration:
-            break
-        gave_way |= not reader.reads_ahead
-    assert gave_way
+            return got, on_threads
+        on_threads.append(reader.reads_ahead)
+
+
+def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
+    """A shared machine can make computing look like waiting; threads must then prove faster.
+    Reading here is said to cost nothing, so no wait for the threads is short enough."""
+    got, on_threads = read_on_threads(own_cost=1e-12)
+    assert on_threads[0] and not all(on_threads)
     assert got == [spin(x) for x in range(4000)]
     wait_for_no_reader_threads()
 
 
-def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> None:
-    from grainfn._src.core.blocks import BlockSizer
+def test_threads_that_help_keep_reading() -> None:
+    got, on_threads = read_on_threads(own_cost=10.0)  # 10 s per element here: threads win
+    assert all(on_threads)
+    assert got == [spin(x) for x in range(4000)]
+    wait_for_no_reader_threads()
 
-    sizer = BlockSizer(limit=1024)
+
+class Clock:
+    """A clock the test moves: `seconds` pass only when it says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_next_block_grows_while_blocks_are_cheap_and_halves_when_slow() -> None:
+    assert [next_block_size(8, s) for s in (0.00001, 0.0001, 0.001, 0.01, 0.03)] == [
+        128,
+        32,
+        16,
+        8,
+        4,
+    ]
+    assert next_block_size(512, 0.0) == 1024 and next_block_size(1, 1.0) == 1
+
+
+def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> None:
+    sizer = BlockSizer(limit=1024, clock=Clock())
     assert sizer.start() == 1
     sizer.done()  # a free block: the next one is 16 times as big
     assert sizer.start(at_least=100) == 100  # the caller needs 100 now
@@ -190,16 +239,15 @@ def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> Non
 
 
 def test_a_block_sizer_judges_each_part_of_a_block_read_in_parts() -> None:
-    from grainfn._src.core.blocks import BlockSizer
-
-    sizer = BlockSizer(limit=1024)
+    clock = Clock()
+    sizer = BlockSizer(limit=1024, clock=clock)
     sizer.start(at_least=64)
-    time.sleep(0.03)  # 30 ms for the whole block: slow for one part, cheap for 100 parts
-    sizer.done(parts=100)
-    assert sizer.start() > 64
+    clock.now += 0.03  # 30 ms for the whole block: slow for one part, cheap for 100 parts
+    assert sizer.done(parts=100) == pytest.approx(0.0003)
+    assert sizer.start() == 256
     sizer.done()
     sizer.size = 64
     sizer.start()
-    time.sleep(0.03)
+    clock.now += 0.03
     sizer.done()  # one part of 30 ms: the next block halves
     assert sizer.start() == 32

@@ -17,7 +17,6 @@ import gc
 import itertools
 import sys
 import threading
-import time
 from typing import Any
 
 import grain
@@ -29,6 +28,7 @@ import grainfn
 from grainfn.testing import assert_elements_equal
 
 from pipelines import build_grain_stream, stream_specs
+from waiting import wait_until
 
 pytestmark = pytest.mark.grain
 
@@ -134,11 +134,7 @@ def prefetch_threads() -> list[threading.Thread]:
 
 
 def wait_for_no_prefetch_thread() -> None:
-    for _ in range(100):  # a reader sees its stop flag within a poll
-        if not prefetch_threads():
-            return
-        time.sleep(0.05)
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "the reader saw its stop flag and ended")
 
 
 class Scripted:
@@ -218,12 +214,13 @@ def test_any_checkpointable_iterator_is_read_ahead_as_in_grain(
 def test_grains_own_test_of_a_nonnative_iterator() -> None:
     """Grain's prefetch_test `test_nonnative_iterator`, and the states on the way."""
     script = [("value", v) for v in range(1, 11)]
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(Scripted(script), 10)
+    parent = Scripted(script)
+    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 10)
     elements = [next(it) for _ in range(5)]
     checkpoint = it.get_state()
     assert checkpoint == {"position": 5}  # the parent's own state, after the 5th element
-    time.sleep(0.1)  # the thread reads the rest ahead; the state does not move
-    assert it.get_state() == checkpoint
+    wait_until(lambda: parent.position == len(script), "the thread read the rest ahead")
+    assert it.get_state() == checkpoint  # the state does not move
     elements.extend(it)
     assert elements == list(range(1, 11))
     it.set_state(checkpoint)
@@ -238,8 +235,7 @@ def test_a_state_is_the_parents_after_the_element_returned_however_far_the_threa
     for expected in range(20):
         assert next(it) == expected
         assert it.get_state() == {"position": expected + 1}
-    time.sleep(0.2)
-    assert parent.position > 20  # read ahead
+    wait_until(lambda: parent.position > 20, "the thread read ahead")
     assert it.get_state() == {"position": 20}
     it.set_state({"position": 100})
     assert parent.position == 100  # the thread stopped before the parent was set
@@ -322,9 +318,9 @@ def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
     parent = Scripted([("value", v) for v in range(10**5)])
     it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 2)
     it.start_prefetch()
-    time.sleep(0.2)  # the reader fills its queue and waits
+    # The reader fills its queue and waits: two in the queue, one waiting to go in.
+    wait_until(lambda: parent.position == 3, "the reader read three elements ahead")
     assert len(prefetch_threads()) == 1
-    assert parent.position == 3  # two in the queue, one waiting to go in
     it.close()
     assert not prefetch_threads()
     assert parent.closed

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from waiting import GENEROUS
+
 
 @dataclasses.dataclass
 class Run:
@@ -19,6 +21,12 @@ class Run:
     states: list[Any]  # get_state() right after each error
     delivered_at_error: list[int]  # how many elements had been delivered at each error
     seconds_to_error: list[float]  # from the read that raised to the error
+
+    def assert_no_hang(self) -> None:
+        """Each error came while its read waited, not after a timeout: a worker's death
+        is an error within seconds, never a freeze."""
+        slowest = max(self.seconds_to_error, default=0.0)
+        assert slowest < GENEROUS, f"an error took {slowest:.0f} s to arrive: a hang"
 
 
 def read_through(it: Any, max_errors: int, catch: tuple[type[BaseException], ...]) -> Run:

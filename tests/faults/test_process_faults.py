@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from grainfn.testing import assert_elements_equal
 from faults.faulty import Fault, FaultError
 from faults.harness import payload, read_through, reference_states
 from leaks import assert_nothing_left, memory_files_anywhere, segments, workers
+from waiting import inside_a_call_from, wait_until
 
 MIB = 1 << 20
 TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
@@ -109,22 +111,54 @@ def run_script(tmp_path: Path, body: str, prefix: list[str] | None = None) -> st
     return done.stdout
 
 
+class LargeHeldAt:
+    """`large`, but the worker computing element `at` holds it until `folder/release` exists,
+    saying so in a file `folder/holding-<its pid>`."""
+
+    def __init__(self, at: int, folder: Path) -> None:
+        self.at, self.folder = at, folder
+
+    def __call__(self, x: int) -> np.ndarray:
+        if x == self.at and not (self.folder / "release").exists():
+            (self.folder / f"holding-{os.getpid()}").touch()
+            wait_for(str(self.folder / "release"))
+        return large(x)
+
+
+def holding_worker(folder: Path) -> int | None:
+    """The pid of a live worker holding an element of `LargeHeldAt`, if any."""
+    alive = {p.pid for p in workers()}
+    held = {int(path.name.split("-")[1]) for path in folder.glob("holding-*")}
+    return min(alive & held, default=None)
+
+
 @pytest.mark.parametrize("face", FACES)
 def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothing(
-    face: str,
+    face: str, tmp_path: Path
 ) -> None:
     count = 40
-    it = iter(two_workers(face, count, large))
+    it = iter(two_workers(face, count, LargeHeldAt(30, tmp_path)))
     chooser = random.Random(7)
     stop = threading.Event()
 
     def kill_workers() -> None:
-        for _ in range(6):
-            if stop.wait(0.08):
-                return
-            alive = workers()
-            if alive:
-                os.kill(chooser.choice(alive).pid, signal.SIGKILL)
+        try:
+            for _ in range(6):  # kills at random moments, wherever the workers are
+                if stop.wait(0.08):
+                    return
+                alive = workers()
+                if alive:
+                    os.kill(chooser.choice(alive).pid, signal.SIGKILL)
+            # And one that lands for sure: the worker computing element 30, which the
+            # consumer cannot have yet.
+            holder: list[int] = []
+            wait_until(
+                lambda: holder.extend(filter(None, [holding_worker(tmp_path)])) or holder,
+                "a worker held element 30",
+            )
+            os.kill(holder[0], signal.SIGKILL)
+        finally:
+            (tmp_path / "release").touch()
 
     killer = threading.Thread(target=kill_workers)
     killer.start()
@@ -168,9 +202,10 @@ def test_a_whole_process_group_killed_leaves_no_memory_behind(face: str, tmp_pat
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # a preempted container: all at once
             process.wait(timeout=30)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (in_session(process.pid) or memory_files_anywhere()):
-        time.sleep(0.05)
+    wait_until(
+        lambda: not in_session(process.pid) and not memory_files_anywhere(),
+        "the killed program's workers exited and its memory files were freed",
+    )
     assert in_session(process.pid) == []
     assert memory_files_anywhere() == {}  # held by nobody: the kernel freed it
     assert segments() == before
@@ -291,8 +326,7 @@ def test_a_refused_memory_file_sends_the_arrays_through_the_pipe(face: str) -> N
 
 
 def wait_for(path: str) -> None:
-    while not os.path.exists(path):
-        time.sleep(0.01)
+    wait_until(lambda: os.path.exists(path), f"{path} was created")
 
 
 class HoldAt:
@@ -302,7 +336,8 @@ class HoldAt:
         self.at, self.path = at, path
 
     def __call__(self, x: int) -> int:
-        if x == self.at:
+        if x == self.at and not os.path.exists(self.path):
+            Path(f"{self.path}.holding").touch()
             wait_for(self.path)
         return x
 
@@ -340,18 +375,32 @@ def test_ctrl_c_while_waiting_for_a_worker_loses_nothing(
     expected = [np.asarray(e).tolist() for e in held(face, release, stream_stages)]
     Path(release).unlink()
 
+    interrupted = threading.Event()
+
+    def on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+        # Ctrl-C inside next(), as a user's would land; one that comes while the test
+        # loop itself runs (between two next calls) is sent again.
+        if not interrupted.is_set() and inside_a_call_from(frame, "read_through"):
+            interrupted.set()
+            raise KeyboardInterrupt
+
     def interrupt_then_release() -> None:
-        time.sleep(0.5)  # the consumer waits for element 40 by now
-        os.kill(os.getpid(), signal.SIGINT)
-        Path(release).touch()
+        try:  # a worker holds element 40 (its block cannot arrive), and the consumer waits
+            wait_until(lambda: Path(f"{release}.holding").exists(), "a worker held element 40")
+            while not interrupted.wait(0.05):
+                os.kill(os.getpid(), signal.SIGINT)
+        finally:
+            Path(release).touch()
 
     it = iter(held(face, release, stream_stages))
     thread = threading.Thread(target=interrupt_then_release)
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
     thread.start()
     try:
         run = read_through(it, max_errors=3, catch=(KeyboardInterrupt,))
     finally:
         thread.join()
+        signal.signal(signal.SIGINT, previous)
     assert len(run.errors) == 1
     assert [np.asarray(e).tolist() for e in run.elements] == expected
     it.close()

@@ -108,7 +108,7 @@ def test_a_transient_fault_loses_nothing(name: str, how: str, tmp_path: Path) ->
     assert isinstance(run.errors[0], FaultError if how == "raise" else WorkerError)
     assert_elements_equal(run.elements, expected)  # the same elements, in the same order
     assert payload(run.states[0]) == payload(states[run.delivered_at_error[0]])
-    assert max(run.seconds_to_error) < 10
+    run.assert_no_hang()
     it.close()
     assert_nothing_left()
 
@@ -134,7 +134,7 @@ def test_a_deterministic_fault_raises_again_every_time(name: str, how: str, tmp_
     assert all(AT not in np.asarray(e).ravel() for e in run.elements)
     for state in run.states:
         assert payload(state) == payload(states[delivered])
-    assert max(run.seconds_to_error) < 10
+    run.assert_no_hang()
     it.close()
     assert_nothing_left()
     resumed = iter(clean(make, tmp_path)())  # the saved state continues exactly

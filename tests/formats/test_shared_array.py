@@ -36,7 +36,7 @@ def exists(name: str) -> bool:
     return os.path.exists(f"/dev/shm/{name}")
 
 
-def freed_soon(name: str, seconds: float = 10.0) -> bool:
+def freed_soon(name: str, seconds: float = 60.0) -> bool:
     """Whether segment `name` is gone within `seconds`: deletion may run in a background
     thread (`enable_async_del`, which another test may have turned on for the class)."""
     deadline = time.monotonic() + seconds

@@ -23,6 +23,7 @@ from grainfn._src.parallel.processes import WorkerError
 
 from leaks import assert_nothing_left
 from loader_specs import OFFSET, assert_same_elements, build_loader, loader_specs
+from waiting import no_hang
 
 
 def read(iterator: Any, limit: int | None = None) -> list[Any]:
@@ -281,10 +282,8 @@ def test_a_killed_worker_is_an_error_and_nothing_is_left_behind() -> None:
         p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")
     ]
     os.kill(victim.pid, signal.SIGKILL)
-    started = time.monotonic()
-    with pytest.raises(WorkerError, match=r"killed by signal 9"):
+    with no_hang("the error of a killed worker"), pytest.raises(WorkerError, match="signal 9"):
         read(it)
-    assert time.monotonic() - started < 10
     it.close()
     assert_nothing_left()
 

@@ -26,6 +26,7 @@ from grainfn.testing import assert_elements_equal
 
 from leaks import assert_nothing_left, open_memory_files, segments, workers
 from pipelines import build_stream, stream_specs
+from waiting import no_hang
 
 
 def read(stream: Any, state: Any = None, limit: int = 80) -> list[Any]:
@@ -156,11 +157,9 @@ def test_a_killed_worker_is_an_error_within_seconds() -> None:
     next(it)
     victim = workers()[0]
     os.kill(victim.pid, signal.SIGKILL)
-    started = time.monotonic()
-    with pytest.raises(WorkerError, match=r"killed by signal 9"):
+    with no_hang("the error of a killed worker"), pytest.raises(WorkerError, match="signal 9"):
         for _ in range(10_000):
             next(it)
-    assert time.monotonic() - started < 10
     it.close()
     assert_nothing_left()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Any
 
 import grain
@@ -22,6 +21,8 @@ from hypothesis import strategies as st
 import grainfn
 from grainfn import fn
 from grainfn._src.stages.iterable import IterablePosition, IterableState, keeps_own_state
+
+from waiting import wait_until
 
 
 def prefetch_threads() -> list[threading.Thread]:
@@ -322,8 +323,4 @@ def test_a_thread_prefetched_user_iterator_stops_its_thread_when_dropped() -> No
     next(it)
     assert len(prefetch_threads()) == 1
     del it
-    for _ in range(100):
-        if not prefetch_threads():
-            break
-        time.sleep(0.05)
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "the dropped iterator's reader ended")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -13,6 +12,8 @@ from hypothesis import given, settings
 
 from grainfn import fn, testing
 from grainfn._src.core.stream import BaseCursor, PassThroughStream
+
+from waiting import GENEROUS, wait_until
 
 
 def prefetch_threads() -> list[threading.Thread]:
@@ -81,7 +82,8 @@ def test_an_error_arrives_in_place_and_reading_goes_on_after_it() -> None:
 def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
     it = fn.iterate(fn.thread_prefetch(2, fn.from_dataset(fn.range(10**6))))
     next(it)
-    time.sleep(0.2)  # the reader fills its queue and waits
+    cursor = it._cursor  # type: ignore[attr-defined]
+    wait_until(lambda: cursor.items.full(), "the reader filled its queue")  # and waits
     assert len(prefetch_threads()) == 1
     it.close()
     assert not prefetch_threads()
@@ -114,11 +116,7 @@ def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
     next(it)
     assert len(prefetch_threads()) == 1
     del it
-    for _ in range(50):  # the reader sees the stop flag within a poll
-        if not prefetch_threads():
-            break
-        time.sleep(0.05)
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "the reader saw its stop flag and ended")
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -170,11 +168,9 @@ class TimesOutFirst(queue.Queue):  # type: ignore[type-arg]
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         if timeout is not None and not self.timed_out:
             self.timed_out = True
-            deadline = time.monotonic() + 5
-            while self.qsize() < 1 and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_until(lambda: self.qsize() >= 1, "the reader put its last word")
             for thread in prefetch_threads():
-                thread.join(timeout=5)
+                thread.join(timeout=GENEROUS)
             raise queue.Empty
         return super().get(block, timeout)
 

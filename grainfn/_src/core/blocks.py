@@ -25,6 +25,7 @@ import collections
 import concurrent.futures
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -79,20 +80,59 @@ def reading_waits(cpu: float, wall: float) -> bool:
     return wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall
 
 
+def threads_keep_up(waited_per_element: float, own_cost: float) -> bool:
+    """Whether threads earn their place: the consumer waits 1.5 times less for their reads.
+
+    Per element, against `own_cost`, the seconds reading in the consumer's own
+    thread costs (0 if unknown: threads are kept until it is known).
+
+    Examples:
+        >>> threads_keep_up(0.001, 0.002), threads_keep_up(0.0015, 0.002)
+        (True, False)
+    """
+    return own_cost <= 0 or waited_per_element * _REQUIRED_GAIN <= own_cost
+
+
+def next_block_size(size: int, seconds: float, limit: int = _MAX_TASK) -> int:
+    """The size of the block after one of `size` positions that took `seconds` to read.
+
+    Grows 16 times after a block under 0.05 ms, four times under 0.5 ms and
+    twice under 2 ms, up to `limit`; halves after one over 20 ms, so slow or
+    large elements are not read far ahead.
+
+    Examples:
+        >>> next_block_size(1, 0.00001), next_block_size(64, 0.001), next_block_size(64, 0.03)
+        (16, 128, 32)
+        >>> next_block_size(512, 0.0, limit=1024)
+        1024
+    """
+    if seconds < 0.00005:  # nearly free: a block 16 times as big is still cheap
+        return min(limit, size * 16)
+    if seconds < 0.0005:  # far below: grow faster, so cheap reads soon come in big blocks
+        return min(limit, size * 4)
+    if seconds < 0.002:
+        return min(limit, size * 2)
+    if seconds > 0.02:
+        return max(1, size // 2)
+    return size
+
+
 class BlockSizer:
     """Chooses how many positions to read at once: growing while reads are cheap.
 
-    Blocks start at one position (a single `step` reads one element) and grow
-    16 times while a block takes under 0.05 ms, four times while under 0.5 ms,
-    twice while under 2 ms, up to
-    1024; a block over 20 ms halves the next one, so slow or large elements
-    are not read far ahead. Output never
-    depends on the block size, only speed and memory do.
+    Blocks start at one position (a single `step` reads one element) and
+    follow `next_block_size`. Output never depends on the block size, only
+    speed and memory do.
+
+    Args:
+        limit: The largest block.
+        clock: Seconds on a monotonic clock; a test may pass its own.
     """
 
-    def __init__(self, limit: int = _MAX_TASK) -> None:
+    def __init__(self, limit: int = _MAX_TASK, clock: Callable[[], float] = time.perf_counter):
         self.size = 1
         self.limit = limit
+        self.clock = clock
         self._started = 0.0
 
     def start(self, at_least: int = 1) -> int:
@@ -102,7 +142,7 @@ class BlockSizer:
         since they are all needed before anything else happens; the next
         block grows from that size.
         """
-        self._started = time.perf_counter()
+        self._started = self.clock()
         self.size = min(self.limit, max(self.size, at_least))
         return self.size
 
@@ -113,15 +153,8 @@ class BlockSizer:
             parts: How many blocks of this size were read together (one per
                 logical shard, say); each part's time is judged.
         """
-        elapsed = (time.perf_counter() - self._started) / parts
-        if elapsed < 0.00005:  # nearly free: a block 16 times as big is still cheap
-            self.size = min(self.limit, self.size * 16)
-        elif elapsed < 0.0005:  # far below: grow faster, so cheap reads soon come in big blocks
-            self.size = min(self.limit, self.size * 4)
-        elif elapsed < 0.002:
-            self.size = min(self.limit, self.size * 2)
-        elif elapsed > 0.02:
-            self.size = max(1, self.size // 2)
+        elapsed = (self.clock() - self._started) / parts
+        self.size = next_block_size(self.size, elapsed, self.limit)
         return elapsed
 
 
@@ -286,7 +319,7 @@ class BlockReader:
             return False
         waited_per_element = trial[0] / trial[1]
         self.trial = [0.0, 0, 0]  # judge again over the next tasks
-        return self.own_cost > 0 and waited_per_element * _REQUIRED_GAIN > self.own_cost
+        return not threads_keep_up(waited_per_element, self.own_cost)
 
     def _back_to_this_thread(self, position: int) -> None:
         self._drop_pending()
