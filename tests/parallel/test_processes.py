@@ -197,6 +197,9 @@ def test_ctrl_c_in_the_consuming_loop_leaves_nothing_behind(tmp_path: Path) -> N
             import grainfn as grain
 
             if __name__ == "__main__":
+                # Ctrl-C raises KeyboardInterrupt even where this test runs with SIGINT
+                # ignored (a job started in the background inherits that).
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 ds = grain.MapDataset.range(10_000).map(lambda x: np.zeros(1000) + x)
                 ds = ds.to_iter_dataset().mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
                 print("workers started", flush=True)
