@@ -8,8 +8,11 @@ last element it returned, whatever fails.
 from __future__ import annotations
 
 import contextlib
+import sys
+import time
 import weakref
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any, TypeVar
 
 from grainfn._src.core import state as records
@@ -20,6 +23,17 @@ T = TypeVar("T")
 
 MARK_EVERY = 1024
 """How many elements a StreamIterator returns between two marks: states it can go back to."""
+
+STATE_WAIT_SECONDS = 600.0
+"""How long `state`, asked in one thread, waits for a `next()` running in another."""
+
+
+class ConcurrentReadError(RuntimeError):
+    """One iterator read by two `next()` calls at once, or its state asked inside one.
+
+    The second `next()` comes from another thread; a state asked inside a
+    running `next()` comes from a signal handler that interrupted it.
+    """
 
 
 class StreamIterator(Iterator[T]):
@@ -38,6 +52,15 @@ class StreamIterator(Iterator[T]):
     counts the elements since, and a new cursor
     opened at the mark and stepped that many times stands exactly where the
     failed one last stood, because the elements depend on the state alone.
+
+    One reader at a time, as a Python generator: a `next()` while another is
+    running (in another thread) raises `ConcurrentReadError` and takes nothing,
+    so no element is given twice or skipped. `state` asked in another thread
+    while a `next()` runs waits for it, and names the boundary after the
+    element it returns; asked from inside a running `next()` (a signal handler
+    that interrupted it) it raises `ConcurrentReadError`, since the pipeline is
+    between two boundaries then: note the signal in the handler, and save
+    after `next()` returns.
     """
 
     def __init__(self, stream: Stream[T], state: Any = None) -> None:
@@ -49,34 +72,42 @@ class StreamIterator(Iterator[T]):
         self.stream = stream
         self._mark = state
         self._since_mark = 0
+        self._reader: list[None] = [None]  # a token, taken by the `next()` that runs
         self._cursor: Cursor = stream.open(state)
-        if getattr(self._cursor, "atomic", False):
-            self.next_element = self._cursor.next  # type: ignore[method-assign]
 
     def __iter__(self) -> StreamIterator[T]:
         return self
 
-    def __next__(self) -> T:
-        return self.next_element()
-
     def next_element(self) -> T:
-        """Returns the next element: `next(it)` without the iterator protocol's call.
-
-        An atomic cursor's own `next` takes this method's place (no counting
-        needed); the instance never holds a method of its own, so that it is
-        freed (and its worker processes stopped) as soon as it is dropped.
-        """
+        """Returns the next element: `next(it)` without the iterator protocol's call."""
+        reader = self._reader
         try:
-            element = self._cursor.next()
+            reader.pop()  # one call, atomic: of two concurrent reads, one finds no token
+        except IndexError:
+            raise ConcurrentReadError(
+                "This iterator is being read by another next() call right now (from another "
+                "thread): a grainfn iterator has one reader at a time, so that each element "
+                "is delivered once. Give each thread its own iterator (split the data with "
+                "slice or a sharding option), or read in one thread and hand the elements "
+                "over a queue."
+            ) from None
+        cursor = self._cursor
+        try:
+            element = cursor.next()
         except StopIteration:
             raise
         except BaseException:
-            self._fail()
+            if not cursor.atomic:  # an atomic cursor stays where it was: read it again
+                self._fail()
             raise
+        finally:
+            reader.append(None)
         self._since_mark += 1
         if self._since_mark >= MARK_EVERY:
-            self._mark, self._since_mark = self._cursor.state(), 0
+            self._mark, self._since_mark = cursor.state(), 0
         return element
+
+    __next__ = next_element
 
     def start_prefetch(self) -> None:
         """Starts the background reads now, where the pipeline reads with threads."""
@@ -94,12 +125,40 @@ class StreamIterator(Iterator[T]):
                     self._mark, self._since_mark = cursor.state(), 0
         finally:
             self._cursor = _ClosedCursor(self)
-            self.next_element = self._cursor.next  # type: ignore[method-assign]
 
     @property
     def state(self) -> Any:
-        """The state record after the elements returned so far: resume from it with `iterate`."""
+        """The state record after the elements returned so far: resume from it with `iterate`.
+
+        Raises:
+            ConcurrentReadError: if asked from inside this iterator's running
+                `next()` (a signal handler), or if a `next()` in another thread
+                does not return within `STATE_WAIT_SECONDS`.
+        """
+        if not self._reader:  # a next() is running
+            self._wait_for_reader()
         return self._cursor.state()
+
+    def _wait_for_reader(self) -> None:
+        """Waits for the `next()` that runs in another thread; refuses inside it."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code is _NEXT_CODE and frame.f_locals.get("self") is self:
+                raise ConcurrentReadError(
+                    "The state was asked from inside this iterator's own next() (a signal "
+                    "handler that interrupted it?): the pipeline stands between two element "
+                    "boundaries then, and a state from there would regroup what follows. "
+                    "In the handler, note the signal; save the state after next() returns."
+                )
+            frame = frame.f_back
+        deadline = time.monotonic() + STATE_WAIT_SECONDS
+        while not self._reader:
+            if time.monotonic() > deadline:
+                raise ConcurrentReadError(
+                    f"The state waited {STATE_WAIT_SECONDS:.0f} s for a next() that another "
+                    "thread is running on this iterator, and it has not returned."
+                )
+            time.sleep(0.0005)
 
     def _fail(self) -> None:
         """Drops the cursor that raised; the next read or `state` opens a new one at the mark."""
@@ -114,6 +173,9 @@ class StreamIterator(Iterator[T]):
         self._mark, self._since_mark = cursor.state(), 0
         self._cursor = cursor
         return cursor
+
+
+_NEXT_CODE = StreamIterator.next_element.__code__
 
 
 def _reopen(stream: Stream[Any], mark: Any, count: int) -> Cursor:
@@ -160,6 +222,8 @@ class _BrokenCursor(BaseCursor):
 
 class _ClosedCursor(BaseCursor):
     """What a closed iterator reads: nothing, with the state it had when closed."""
+
+    atomic = True  # reading it always raises, and changes nothing
 
     def __init__(self, iterator: StreamIterator[Any]) -> None:
         self.stream = iterator.stream
