@@ -10,6 +10,7 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
+from grainfn._src.inspect.graph import save_pipeline
 
 
 def test_dot_text_has_a_node_per_stage_and_edges_along_the_data() -> None:
@@ -119,3 +120,20 @@ def test_the_visualization_option_takes_a_folder_or_none() -> None:
     with pytest.raises(TypeError, match="takes a str or None, got 3 of type int"):
         grain.config.update("py_dataset_visualization_output_dir", 3)
     assert grain.config.py_dataset_visualization_output_dir is None
+
+
+def test_save_pipeline_never_writes_through_a_planted_symbolic_link(tmp_path: Path) -> None:
+    """A shared output folder: links planted at the next names (one to a file, one dangling)
+    are taken as used names, and their targets are never created or written."""
+    folder, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "victim").write_text("keep me")
+    (folder / "pipeline-0.txt").symlink_to(elsewhere / "victim")
+    (folder / "pipeline-1.dot").symlink_to(elsewhere / "created-through-a-link")
+    path = save_pipeline(fn.batch(2, fn.range(4)), folder)
+    assert path.name == "pipeline-2.txt" and not path.is_symlink()
+    assert (folder / "pipeline-2.dot").read_text().startswith("digraph")
+    assert (elsewhere / "victim").read_text() == "keep me"
+    assert not (elsewhere / "created-through-a-link").exists()
+    assert not (folder / "pipeline-1.txt").exists()  # its pair's name was taken: not left half

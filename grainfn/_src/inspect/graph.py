@@ -129,12 +129,30 @@ def save_pipeline(pipeline: Any, directory: str | os.PathLike[str]) -> Path:
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     number = 0
-    while (folder / f"pipeline-{number}.txt").exists():
+    while True:
+        text, dot = folder / f"pipeline-{number}.txt", folder / f"pipeline-{number}.dot"
+        if _write_new(text, tree.describe_text(pipeline) + "\n"):
+            if _write_new(dot, to_dot(pipeline)):
+                return text
+            text.unlink()
         number += 1
-    text = folder / f"pipeline-{number}.txt"
-    text.write_text(tree.describe_text(pipeline) + "\n", encoding="utf-8")
-    (folder / f"pipeline-{number}.dot").write_text(to_dot(pipeline), encoding="utf-8")
-    return text
+
+
+def _write_new(path: Path, content: str) -> bool:
+    """Writes a new file at `path`; False if anything is there already.
+
+    Created exclusively and without following a symbolic link, so that a
+    link planted in a shared folder (by another user, say) is never written
+    through: it counts as taken.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(content)
+    return True
 
 
 def _label(node: StageView) -> str:
