@@ -204,3 +204,16 @@ def test_a_block_that_does_not_unpickle_here_is_an_error_at_its_first_position()
     assert run.states[0]["state"] == {"kind": "DatasetPosition", "position": delivered}
     it.close()
     assert_nothing_left()
+
+
+@pytest.mark.parametrize("how", ["exit", "sigkill"])
+def test_a_position_is_blamed_only_when_it_killed_twice(how: str, tmp_path: Path) -> None:
+    """The first death is at 57 (the block's), the second at 58 (one at a time), once each,
+    as a worker killed from outside would die: no position is to blame, nothing is lost."""
+    fault = Fault(str(tmp_path), frozenset({AT, AT + 1}), how, times=1)
+    it = iter(prefetch_plain(fault))
+    run = read_through(it, max_errors=5, catch=(WorkerError,))
+    assert not any("kills grainfn workers" in str(error) for error in run.errors), run.errors
+    assert_elements_equal(run.elements, list(clean(prefetch_plain, tmp_path)()))
+    it.close()
+    assert_nothing_left()

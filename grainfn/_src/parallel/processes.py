@@ -53,11 +53,17 @@ class WorkerError(RuntimeError):
 
 
 class _Retry:
-    """A task re-sent one position at a time after its worker died: how, and what came back."""
+    """A task re-sent one position at a time after its worker died: how, and what came back.
+
+    A death while reading one position at a time names a suspect; only a
+    second death at the same suspect blames it, so that a worker killed from
+    outside (an out-of-memory killer, an operator) never gets a position blamed.
+    """
 
     def __init__(self, first_death: str) -> None:
         self.first_death = first_death
         self.parts: list[Any] = []
+        self.suspect: int | None = None  # where the last one-at-a-time read died
 
 
 class WorkerPool:
@@ -291,16 +297,20 @@ class WorkerPool:
             )
             self._retries[task] = _Retry(first_death)
             self._send(task, one_by_one=True)
-        else:  # it died again, reading one position at a time: that position kills workers
+        else:  # it died again, reading one position at a time
             retry = self._retries[task]
             parts, culprit = retry.parts, first + len(retry.parts)
+            if retry.suspect != culprit:  # a first death there: perhaps not its doing
+                retry.suspect, retry.parts = culprit, []
+                self._send(task, one_by_one=True)
+                return
             error = WorkerError(
                 f"Reading position {culprit}{where} kills grainfn workers. "
-                f"{retry.first_death} A new worker (pid {pid}) read them again one at a "
-                f"time and {how} at position {culprit}. The positions before it were delivered; "
-                f"the next read tries position {culprit} again. Look in the pipeline's functions "
-                "at that position for a crash in native code, os._exit or sys.exit, or an "
-                "element too large for the memory."
+                f"{retry.first_death} New workers read them again one at a time, and two in a "
+                f"row died at position {culprit} (the last, pid {pid}, {how}). The positions "
+                f"before it were delivered; the next read tries position {culprit} again. Look "
+                "in the pipeline's functions at that position for a crash in native code, "
+                "os._exit or sys.exit, or an element too large for the memory."
             )
             self._forget(task)
             self._done[task] = (parts, error, 0.0)
