@@ -7,7 +7,9 @@ args=CheckpointSave(iterator))` writes one JSON file per JAX process
 thread only calls `iterator.get_state()`; encoding and writing happen in
 Orbax's background commit, after Orbax has created the temporary directory
 that it renames into place once every item is written, so an interrupted save
-never replaces a complete checkpoint.
+never replaces a complete checkpoint. The file itself is always written
+atomically too (`files.write_atomically`), so even a save straight into a
+directory that holds a state leaves that state if it fails.
 """
 
 from __future__ import annotations
@@ -63,7 +65,11 @@ class CheckpointHandler(ocp.AsyncCheckpointHandler):
         return [_WriteWhenAwaited(directory, _iterator(item, args, "save").get_state())]
 
     def save(self, directory: Any, item: Any = None, args: CheckpointSave | None = None) -> None:
-        """Writes the iterator's state file now (Orbax's synchronous path)."""
+        """Writes the iterator's state file now (Orbax's synchronous path).
+
+        The file is replaced atomically (`files.write_state`): a save that
+        fails, into a directory that holds a state already, leaves that state.
+        """
         files.write_state(directory, _iterator(item, args, "save").get_state())
 
     def restore(

@@ -17,6 +17,11 @@ record's start is reported instead of read as a bogus length; the data's
 checksum is checked on request (`verify_data_crc=True`, over 100 MB/s with
 numpy). A truncated or corrupt record is a ValueError naming the file and the
 byte offset of the record.
+
+Only a regular file is read or replaced: a FIFO, a device or a directory at
+the path is refused with an error naming it and what it is (a ValueError; an
+IsADirectoryError for a directory to be written over), after one `os.stat`
+and before any open that could block on it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import numpy as np
 
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
+from grainfn._src.core.file_kinds import check_regular_file, check_replaceable
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 _POLYNOMIAL = 0x82F63B78  # CRC-32C (Castagnoli), bit-reversed
@@ -167,6 +173,8 @@ def write_tfrecords(path: str | os.PathLike[str], records: Iterable[Any]) -> str
 
     Raises:
         TypeError: if a record is not bytes-like (text must be encoded first).
+        ValueError: if a FIFO, a device or a socket is at `path`.
+        IsADirectoryError: if a directory is.
 
     Examples:
         >>> import os, tempfile
@@ -177,6 +185,7 @@ def write_tfrecords(path: str | os.PathLike[str], records: Iterable[Any]) -> str
         >>> folder.cleanup()
     """
     name = validate.check_path(path, "TFRecord")
+    check_replaceable(name, "TFRecord")
     with open(name, "wb") as file:
         for i, record in enumerate(records):
             if not isinstance(record, (bytes, bytearray, memoryview)):
@@ -228,7 +237,7 @@ class TFRecordStream(Stream[bytes]):
 
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, TFRecordPosition, self.describe_stage(), path)
-        size = os.path.getsize(self.path)
+        size = check_regular_file(self.path, "TFRecord").st_size
         if state.offset > size:
             where = f"{path} " if path else ""
             raise ValueError(
@@ -253,6 +262,7 @@ class TFRecordCursor(BaseCursor):
     def __init__(self, stream: TFRecordStream, offset: int) -> None:
         self.path = stream.path
         self.verify_data_crc = stream.verify_data_crc
+        check_regular_file(self.path, "TFRecord")  # a FIFO would block the open
         self.file: Any = open(self.path, "rb", buffering=0)  # noqa: SIM115 (closed in close)
         self.file.seek(offset)
         # A cursor dropped without close() (an iterator left unfinished) closes its file too.
@@ -340,8 +350,8 @@ def tfrecord(path: Any, *, verify_data_crc: bool = False) -> TFRecordStream:
     The records are those Grain's `TFRecordIterDataset` yields. The state
     `TFRecordPosition(offset)` is where the next record starts, so resuming
     seeks there. The file is opened when a cursor is (a missing file is a
-    FileNotFoundError then); it is read in the parent process under
-    `mp_prefetch`.
+    FileNotFoundError then, and anything but a regular file, such as a FIFO,
+    a ValueError); it is read in the parent process under `mp_prefetch`.
 
     Args:
         path: A local TFRecord file (`str` or `os.PathLike`), uncompressed.

@@ -4,6 +4,11 @@ A source names its files as the user wrote them (its `repr`, and so the
 pipeline description a checkpoint is checked against, must not depend on the
 working directory) and opens them by absolute path (so that a later `chdir`,
 or a worker started elsewhere, still finds them).
+
+Only regular files are read (`grainfn._src.core.file_kinds`): a check refuses a FIFO, a device,
+a socket or a directory by one `os.stat` before any reader opens it (a FIFO
+would block the open forever, a device would be read without end). The
+TFRecord reader uses the same check.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ import glob
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
+
+from grainfn._src.core.file_kinds import not_regular_message
 
 PathLike = str | os.PathLike[str]
 """A file name or glob pattern: a `str` or an `os.PathLike` such as `pathlib.Path`."""
@@ -110,13 +118,17 @@ def _expand(entry: str) -> list[str]:
 
 
 def _check_file(path: str) -> None:
-    if os.path.isdir(path):
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"ArrayRecord file {path!r} does not exist. {_HOW}") from None
+    if stat.S_ISDIR(mode):
         raise ValueError(
             f"{path!r} is a directory, not an ArrayRecord file. Pass the files in it, for "
             f"example {os.path.join(path, '*.array_record')!r}."
         )
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"ArrayRecord file {path!r} does not exist. {_HOW}")
+    if not stat.S_ISREG(mode):
+        raise ValueError(not_regular_message(path, "ArrayRecord", mode))
 
 
 def describe(paths: tuple[str, ...], reader_options: Mapping[str, str]) -> str:

@@ -23,6 +23,8 @@ from concurrent import futures
 from types import MappingProxyType
 from typing import Any
 
+from grainfn._src.core import file_kinds
+
 DEFAULT_READER_OPTIONS: Mapping[str, str] = MappingProxyType(
     {"readahead_buffer_size": "0", "max_parallelism": "0"}
 )
@@ -106,13 +108,21 @@ def reads_in_place(user_options: Mapping[str, str]) -> bool:
 def open_reader(path: str, options: str) -> Any:
     """An open `array_record` reader of `path`, or an error that says what is wrong.
 
+    `path` is checked to be a regular file first (one `os.stat`), so that no
+    FIFO or device reaches array_record's open, which would block on it.
+
     Raises:
         FileNotFoundError: if `path` does not exist.
-        ValueError: if `path` is a directory or not an ArrayRecord file, or if
+        ValueError: if `path` is a directory, a FIFO, a device or anything
+            else but a regular file, or not an ArrayRecord file, or if
             array_record rejects `options`.
     """
     from array_record.python import array_record_module
 
+    try:
+        file_kinds.check_regular_file(path, "ArrayRecord")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"ArrayRecord file {path!r} does not exist (any more).") from None
     try:
         reader = array_record_module.ArrayRecordReader(path, options)
     except ValueError as error:

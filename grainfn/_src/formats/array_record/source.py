@@ -63,8 +63,10 @@ class ArrayRecordDataSource:
 
     Raises:
         FileNotFoundError: if a file does not exist or a pattern matches nothing.
-        ValueError: if `paths` is empty or names a directory or a file that is
-            not an ArrayRecord file, or if array_record rejects `reader_options`.
+        ValueError: if `paths` is empty or names a directory, anything else
+            but a regular file (a FIFO, a device: refused before any reader
+            opens it), or a file that is not an ArrayRecord file, or if
+            array_record rejects `reader_options`.
         TypeError: if `paths`, `reader_options` or `parallel_reads` has the wrong type.
 
     Examples:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
+from grainfn._src.core.file_kinds import check_replaceable
 from grainfn._src.formats.array_record.codec import encode_array
 
 SUFFIX = ".array_record"
@@ -72,8 +73,11 @@ def write_array_records(
         TypeError: for a record that is neither bytes nor a numpy array.
         ValueError: for a bad `num_shards` or `options`, or if `records`
             yields a different number of records than its `len()`.
-        OSError: if a file cannot be written. Files already written by the
-            call are removed.
+            Also if a shard's name is taken by a FIFO, a device or a socket:
+            nothing is written then.
+        OSError: if a file cannot be written (a directory at a shard's name
+            is found before anything is written). Files already written by
+            the call are removed.
 
     Examples:
         >>> import tempfile
@@ -97,6 +101,8 @@ def write_array_records(
         )
     paths = shard_paths(path, num_shards)
     options = _writer_options(options)
+    for name in paths:
+        check_replaceable(name, "ArrayRecord")
     if len(paths) == 1:
         sizes = None
     else:
