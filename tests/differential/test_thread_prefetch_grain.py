@@ -208,7 +208,7 @@ def test_any_checkpointable_iterator_is_read_ahead_as_in_grain(
     """Elements, errors at their place, reading on after them, states and restores: Grain's."""
     note(f"script = {script!r}, prefetch_buffer_size={size}, steps = {steps!r}")
     assert trace(grainfn, script, size, steps) == trace(grain, script, size, steps)
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_grains_own_test_of_a_nonnative_iterator() -> None:
@@ -226,7 +226,7 @@ def test_grains_own_test_of_a_nonnative_iterator() -> None:
     it.set_state(checkpoint)
     assert list(it) == elements[5:]
     it.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_a_state_is_the_parents_after_the_element_returned_however_far_the_thread_read() -> None:
@@ -243,7 +243,7 @@ def test_a_state_is_the_parents_after_the_element_returned_however_far_the_threa
     assert it.get_state() == {"position": 103}
     it.close()
     assert parent.closed
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
     with pytest.raises(ValueError, match="closed"):
         next(it)
 
@@ -279,7 +279,7 @@ def test_grains_iterators_and_read_ahead_iterators_are_read_ahead_too() -> None:
     twice.set_state(state)
     assert list(twice) == expected[10:]
     twice.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_an_iterator_without_get_state_is_read_ahead_and_its_state_is_refused() -> None:
@@ -299,7 +299,7 @@ def test_an_iterator_without_get_state_is_read_ahead_and_its_state_is_refused() 
         it.set_state({"position": 0})
     assert list(it) == [2, 3]  # nothing lost to the refusals
     it.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_an_error_of_get_state_is_raised_by_get_state_only() -> None:
@@ -322,7 +322,7 @@ def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
     wait_until(lambda: parent.position == 3, "the reader read three elements ahead")
     assert len(prefetch_threads()) == 1
     it.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
     assert parent.closed
     it.close()  # twice is fine
 
@@ -343,12 +343,14 @@ def test_the_thread_ends_with_the_parent_and_after_an_error_and_starts_again() -
     assert next(it) == 1
     with pytest.raises(OSError, match="bad record 2"):
         next(it)
-    assert not prefetch_threads()  # the thread that met the error has ended
+    wait_until(
+        lambda: not prefetch_threads(), "every prefetch thread ended"
+    )  # the one that met the error
     assert it.get_state() == {"position": 1}
     assert next(it) == 3  # reads the parent on from where the error left it, as Grain does
     with pytest.raises(StopIteration):
         next(it)
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
     it.close()
 
 

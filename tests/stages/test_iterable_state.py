@@ -114,7 +114,7 @@ def test_a_restore_from_any_state_reads_the_rest(values: list[int], at: int, ahe
         assert states[start]["state"]["user_state"] == {"position": start, "source": ["reader"]}
     again.close()
     it.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 @pytest.mark.grain
@@ -170,7 +170,7 @@ def test_grains_own_test_of_a_parent_that_sets_its_state() -> None:
     assert next(ours) == next(theirs) == 1
     assert ours.get_state()["state"]["user_state"] == theirs.get_state() == {"test": 1}
     ours.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_elements_and_states_are_the_streams_own(stream: Any) -> None:
         assert fn.state_to_dict(prefetched, ahead.state) == fn.state_to_dict(stream, plain.state)
     finally:
         ahead.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_a_state_moves_between_pipelines_with_and_without_it() -> None:
@@ -71,7 +71,7 @@ def assert_fails_in_place_then_reads_on(stream: fn.Stream, at: int, match: str) 
     assert it.state == fn.DatasetPosition(at)
     seen += list(it)
     assert seen == list(range(20))
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_an_error_arrives_in_place_and_reading_goes_on_after_it() -> None:
@@ -86,13 +86,13 @@ def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
     wait_until(lambda: cursor.items.full(), "the reader filled its queue")  # and waits
     assert len(prefetch_threads()) == 1
     it.close()
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
 def test_a_buffer_of_zero_reads_in_the_calling_thread() -> None:
     it = fn.iterate(fn.thread_prefetch(0, fn.from_dataset(fn.range(5))))
     assert list(it) == [0, 1, 2, 3, 4]
-    assert not prefetch_threads()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
     with pytest.raises(ValueError, match="buffer_size must be an integer >= 0"):
         fn.thread_prefetch(-1, fn.from_dataset(fn.range(5)))
 
@@ -182,3 +182,32 @@ def test_the_readers_last_word_is_read_even_when_the_wait_for_it_timed_out() -> 
     with pytest.raises(StopIteration):  # not "the reader ended without a word"
         cursor.next()
     cursor.close()
+
+
+class Blocks:
+    """A map that blocks at element `at` until `release` is set (a 30 s network read)."""
+
+    def __init__(self, at: int, entered: threading.Event, release: threading.Event) -> None:
+        self.at, self.entered, self.release = at, entered, release
+
+    def __call__(self, x: int) -> int:
+        if x == self.at:
+            self.entered.set()
+            self.release.wait(GENEROUS)
+        return x
+
+
+def test_close_returns_while_the_reader_is_in_a_slow_read() -> None:
+    entered, release = threading.Event(), threading.Event()
+    stream = fn.map(Blocks(3, entered, release), fn.from_dataset(fn.range(10)))
+    it = fn.iterate(fn.thread_prefetch(4, stream))
+    assert next(it) == 0
+    assert entered.wait(GENEROUS), "the reader never reached element 3"
+    closing = threading.Thread(target=it.close)
+    closing.start()
+    closing.join(GENEROUS)
+    closed_during_the_read = not closing.is_alive() and not release.is_set()
+    release.set()  # the read returns: the reader sees the stop flag and ends
+    assert closed_during_the_read
+    assert it.state == fn.DatasetPosition(1)
+    wait_until(lambda: not prefetch_threads(), "the reader ended after its read")

@@ -5,7 +5,10 @@ parent's state after it, so the state after the last element returned is
 exact: the stage changes neither the elements nor the states (it adds no line
 to the pipeline's description). An error in the parent reaches the consumer at
 its place in the stream, with the state before it. Closing stops the thread and
-closes the parent's cursor; nothing keeps running.
+closes the parent's cursor, and returns promptly: a thread in the middle of a
+slow read (a network file, a user function that waits) is not waited for
+longer than `CLOSE_WAIT`; it ends, and closes the parent's cursor, when that
+read returns.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 import queue
 import sys
 import threading
+import time
 import weakref
 from typing import Any, Protocol
 
@@ -24,6 +28,9 @@ from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 
 _POLL = 0.1  # seconds between checks that the other side is still there
+CLOSE_WAIT = 1.0
+"""Seconds `close` waits for the reader thread: one stuck in a slow read is left to finish
+it, see the stop flag and close the parent's cursor itself (it is a daemon thread)."""
 _ENDED, _FAILED = object(), object()
 
 
@@ -111,14 +118,18 @@ class ReadAheadCursor(BaseCursor):
 
     def close(self) -> None:
         self.done = True
-        self._join()
+        self._join(CLOSE_WAIT)
 
-    def _join(self) -> None:
+    def _join(self, seconds: float | None = None) -> None:
+        """Stops the reader and waits for it to end, at most `seconds` (None: until it does)."""
         self.stop.set()
         if sys.is_finalizing():  # joining then can hang: the daemon thread goes with the process
             return
         if self.thread is not None:
+            deadline = None if seconds is None else time.monotonic() + seconds
             while self.thread.is_alive():
+                if deadline is not None and time.monotonic() > deadline:
+                    return  # in a slow read: it stops when the read returns
                 try:  # a reader blocked on a full queue sees the stop flag within _POLL
                     while True:
                         self.items.get_nowait()
