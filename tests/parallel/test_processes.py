@@ -331,3 +331,12 @@ def test_workers_start_safely_after_jax_started_its_threads(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["45", str(sum(range(0, 400, 2)))]
+
+
+def test_workers_start_with_their_first_block_so_a_tiny_dataset_starts_few() -> None:
+    ds = grain.MapDataset.range(4).map(lambda x: x * 10).to_iter_dataset()
+    with iter(ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2000))) as it:
+        assert list(it) == [0, 10, 20, 30]
+        started = len(it.core._cursor.pool.workers)  # type: ignore[attr-defined]
+    assert 1 <= started <= 4  # one per block at most, not 2000
+    assert_nothing_left()

@@ -53,13 +53,14 @@ def how_it_died(process: Any) -> str:
     return f"was killed by signal {-code} ({name}{'; ' + hint if hint else ''})"
 
 
-def stop_workers(owner: int, workers: list[Worker]) -> None:
+def stop_workers(owner: int, started: dict[int, Worker]) -> None:
     """Asks the workers to stop, frees the blocks nobody read, and reaps them all.
 
     Does nothing outside process `owner`: a forked child must not stop its parent's workers.
     """
     if os.getpid() != owner:
         return
+    workers = list(started.values())
     for worker in workers:
         with contextlib.suppress(OSError):
             worker.channel.send(None)

@@ -89,7 +89,8 @@ class WorkerPool:
         self.buffer_per_worker = buffer_per_worker
         self.worker_init_fn = worker_init_fn
         self.owner = os.getpid()
-        self.workers: list[Worker] = []
+        self.workers: dict[int, Worker] = {}  # by index, each started with its first block
+        self._started = False
         self._context: Any = None
         self._payload = b""
         self._next_task = 0
@@ -103,11 +104,16 @@ class WorkerPool:
     @property
     def processes(self) -> list[Any]:
         """The worker processes now running (a dead one is replaced when found)."""
-        return [worker.process for worker in self.workers]
+        return [worker.process for worker in self.workers.values()]
 
     def start(self) -> None:
-        """Starts the processes (once); they load the datasets while the parent goes on."""
-        if self.workers:
+        """Readies the pool (once): a worker process starts when its first block is sent.
+
+        So a pool never runs more workers than blocks it was given (a dataset of
+        4 elements needs at most 4, whatever `num_workers` says), and each loads
+        the datasets while the parent goes on.
+        """
+        if self._started:
             return
         if self._finalizer is not None:
             raise ValueError("This worker pool is closed.")
@@ -125,14 +131,7 @@ class WorkerPool:
         self._expected = [collections.deque() for _ in range(self.num_workers)]
         self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
         _pools.add(self)
-        try:
-            for index in range(self.num_workers):
-                self.workers.append(self._start_worker(index))
-        except BaseException:  # stop those that started; the next read tries again
-            self._finalizer()
-            self.workers.clear()
-            self._finalizer = None
-            raise
+        self._started = True
 
     def submit(self, leaf: int, first: int, stop: int) -> PoolTask:
         """Sends positions `[first, stop)` of leaf `leaf` to the next worker in turn."""
@@ -140,7 +139,11 @@ class WorkerPool:
         task = self._next_task
         self._next_task += 1
         self._tasks[task] = (leaf, first, stop)
-        self._send(task)
+        try:
+            self._send(task)
+        except BaseException:  # its worker could not start: the next read tries again
+            del self._tasks[task]
+            raise
         return PoolTask(self, task)
 
     def result(self, task: int) -> Result:
@@ -166,6 +169,7 @@ class WorkerPool:
                 self._finalizer()
             else:
                 self._finalizer.detach()
+        self._started = False  # a closed pool starts nothing more
         self._done.clear()
 
     def _check_owner(self) -> None:
@@ -195,6 +199,8 @@ class WorkerPool:
 
     def _send(self, task: int, one_by_one: bool = False) -> None:
         worker = task % self.num_workers
+        if worker not in self.workers:
+            self.workers[worker] = self._start_worker(worker)
         self._expected[worker].append(task)
         leaf, first, stop = self._tasks[task]
         # A dead worker cannot take it: that shows when its answer is awaited.
