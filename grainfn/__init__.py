@@ -25,6 +25,8 @@ from grainfn import sharding as sharding
 from grainfn import sources as sources
 from grainfn import transforms as transforms
 from grainfn._src.core.dataset import Dataset as Dataset
+from grainfn._src.core.iterator import ConcurrentReadError as ConcurrentReadError
+from grainfn._src.core.validate import UserStopIterationError as UserStopIterationError
 from grainfn._src.facade.config import config as config
 from grainfn._src.facade.datasets import IterDataset as IterDataset
 from grainfn._src.facade.datasets import MapDataset as MapDataset

@@ -106,15 +106,13 @@ class Dataset(Generic[T]):
         try:
             return self._get_many(array)
         except Exception:  # read one by one: the error then names the position that failed
-            get = self._get
-            return [get(index) for index in array.tolist()]
+            return read_each(self, array)
 
     def _get(self, index: int) -> T | None:
         raise NotImplementedError(f"{type(self).__name__} does not define _get")
 
     def _get_many(self, indices: np.ndarray) -> list[T | None]:
-        get = self._get
-        return [get(i) for i in indices.tolist()]
+        return read_each(self, indices)
 
     def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
         """The elements at `indices` as the rows of one array, or None if not available.
@@ -210,6 +208,25 @@ class ElementStage(OneParent[T]):
 
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(0, index)
+
+
+def read_each(ds: Dataset[T], indices: np.ndarray) -> list[T | None]:
+    """The elements of `ds` at `indices`, read one position at a time with `_get`.
+
+    Also the way back from a block that a user function's StopIteration
+    stopped: a stage that calls user code must not let a StopIteration out
+    of `_get_many` (whoever reads a block would take it for the end of the
+    data, or a `_get` built on `_get_many` would pass it on), and its `_get`,
+    read one position at a time, turns it into a `UserStopIterationError` that
+    names the position.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> read_each(fn.range(5), np.array([4, 0, 7]))
+        [4, 0, 2]
+    """
+    get = ds._get
+    return [get(index) for index in indices.tolist()]
 
 
 def set_length(record: Dataset[Any], length: int) -> None:

@@ -203,17 +203,63 @@ def check_path(path: Any, kind: str, names: str = "a file name") -> str:
     return name
 
 
+class UserStopIterationError(RuntimeError):
+    """A user function raised StopIteration while a pipeline read an element.
+
+    A StopIteration that escaped a user function (a map, a filter, a batch_fn,
+    a data source, ...) would tell the reading machinery that the data ended,
+    and the rest of the data would be silently lost. So grainfn raises this
+    error in its place, as Python does for a generator (PEP 479): its message
+    names the stage and the position, and the StopIteration is its
+    `__cause__`. As with any other error of a user function, the iterator
+    stays after the last element it returned, and the next read raises again.
+
+    Examples:
+        >>> error = UserStopIterationError("map(parse) raised StopIteration")
+        >>> isinstance(error, RuntimeError)
+        True
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The cause travels too (from a worker process to the parent), which pickling drops.
+        return _rebuilt_user_stop, (self.args, self.__cause__), self.__dict__
+
+
+def _rebuilt_user_stop(
+    args: tuple[Any, ...], cause: BaseException | None
+) -> UserStopIterationError:
+    error = UserStopIterationError(*args)
+    error.__cause__ = cause
+    return error
+
+
 def note_user_error(error: BaseException, stage: str, where: str) -> None:
     """Adds a note to `error` naming the stage whose user function raised it, and where.
 
     The error keeps its type and traceback: re-raise it with a bare `raise`.
+    A StopIteration is the one exception not noted but replaced: it would end
+    the data silently, so this raises `UserStopIterationError` from it instead. Call
+    it where a user function is called, before the error reaches a cursor (for
+    which a StopIteration means the end).
 
     Examples:
         >>> error = KeyError("id")
         >>> note_user_error(error, "map(parse)", "position 7")
         >>> error.__notes__
         ['Raised by the function of map(parse), reading position 7.']
+        >>> note_user_error(StopIteration(), "map(parse)", "position 7")
+        Traceback (most recent call last):
+        ...
+        grainfn._src.core.validate.UserStopIterationError: The function of map(parse) raised
+        StopIteration, reading position 7. ...
     """
+    if isinstance(error, StopIteration):
+        raise UserStopIterationError(
+            f"The function of {stage} raised StopIteration, reading {where}. Inside a "
+            "pipeline a StopIteration would end the data silently, so it is this error "
+            "instead (the StopIteration is its __cause__). Return a value or raise another "
+            "exception; to drop elements, filter them."
+        ) from error
     error.add_note(f"Raised by the function of {stage}, reading {where}.")
 
 

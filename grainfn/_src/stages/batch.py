@@ -19,7 +19,7 @@ from grainfn._src.core.dataset import (
     set_length,
     upstream_holes,
 )
-from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
+from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, state_of
 from grainfn._src.index import slicing
 
 T = TypeVar("T")
@@ -65,8 +65,23 @@ class BatchedDataset(OneParent):
                 return tree.split_rows(array, sizes)
             return tree.stack_runs(self.parent._get_many(positions), sizes)
         make, elements = self.batch_fn, self.parent._get_many(positions)
-        ends = np.cumsum(sizes).tolist()
-        return [make(elements[e - s : e]) for s, e in zip(sizes.tolist(), ends)]
+        runs = list(zip(indices.tolist(), sizes.tolist(), np.cumsum(sizes).tolist()))
+        try:
+            return [make(elements[e - s : e]) for _, s, e in runs]
+        except Exception as error:  # batch_fn is the user's: name the batch it fails on
+            for index, s, e in runs:  # a pure batch_fn fails again on the same batch
+                self._make(elements[e - s : e], index)
+            where = f"one of the {len(runs)} batches from position {runs[0][0]}"
+            validate.note_user_error(error, self.describe_stage(), where)
+            raise
+
+    def _make(self, values: list[Any], index: int) -> Any:
+        assert self.batch_fn is not None
+        try:
+            return self.batch_fn(values)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def describe_stage(self) -> str:
         extra = ", drop_remainder=True" if self.drop_remainder else ""
@@ -100,11 +115,14 @@ class BatchedStream(PassThroughStream):
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
 
     def open(self, state: Any) -> Cursor:
-        return _BatchCursor(
+        if self.batch_fn is None:
+            return _BatchCursor(self.parent.open(state), self.batch_size, self.drop_remainder)
+        return _UserBatchCursor(
             self.parent.open(state),
             self.batch_size,
             self.drop_remainder,
-            self.batch_fn or tree.stack,
+            self.batch_fn,
+            self.describe_stage(),
         )
 
     def describe_stage(self) -> str:
@@ -114,22 +132,48 @@ class BatchedStream(PassThroughStream):
 
 
 class _BatchCursor(BaseCursor):
-    def __init__(
-        self, parent: Cursor, size: int, drop: bool, make: Callable[[Sequence[Any]], Any]
-    ) -> None:
-        self.parent, self.size, self.drop, self.make = parent, size, drop, make
+    def __init__(self, parent: Cursor, size: int, drop: bool) -> None:
+        self.parent, self.size, self.drop = parent, size, drop
 
     def next(self) -> Any:
+        return tree.stack(self._values())
+
+    def _values(self) -> list[Any]:
+        """The elements of the next batch; StopIteration at the end."""
         values = self.parent.next_many(self.size)
         if not values or (self.drop and len(values) < self.size):
             raise StopIteration
-        return self.make(values)
+        return values
 
     def state(self) -> Any:
         return self.parent.state()
 
     def children(self) -> tuple[Cursor, ...]:
         return (self.parent,)
+
+
+class _UserBatchCursor(_BatchCursor):
+    """Batches made by a user's `batch_fn`, whose errors name the batch."""
+
+    def __init__(
+        self,
+        parent: Cursor,
+        size: int,
+        drop: bool,
+        make: Callable[[Sequence[Any]], Any],
+        stage: str,
+    ) -> None:
+        super().__init__(parent, size, drop)
+        self.make, self.stage = make, stage
+
+    def next(self) -> Any:
+        values = self._values()
+        try:
+            return self.make(values)
+        except Exception as error:
+            where = f"the batch of {len(values)} elements that ends at {state_of(self.parent)}"
+            validate.note_user_error(error, self.stage, where)
+            raise
 
 
 @toolz.curry

@@ -17,7 +17,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import ElementStage, function_name
+from grainfn._src.core.dataset import ElementStage, function_name, read_each
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.stream import (
     BaseCursor,
@@ -56,8 +56,12 @@ class FilteredDataset(ElementStage[Any]):
             raise validate.ambiguous_verdict(verdict, self.describe_stage(), where) from error
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
-        keep = self.predicate
-        return [e if e is not None and keep(e) else None for e in self.parent._get_many(indices)]
+        keep, elements = self.predicate, self.parent._get_many(indices)
+        try:
+            return [e if e is not None and keep(e) else None for e in elements]
+        except StopIteration:  # never out of a dataset: `_get` names it and its position
+            pass
+        return read_each(self, indices)
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
@@ -129,12 +133,16 @@ class _FilterCursor(BaseCursor):
         keep = self.predicate
         try:
             return [e for e in taken if e is None or keep(e)]
-        except Exception:
-            self._judge_each(taken)
+        except Exception as error:
+            self._judge_each(taken, error)
             raise
 
-    def _judge_each(self, taken: list[Any]) -> None:
-        """Finds the element of a failed block whose judging fails, and raises its error."""
+    def _judge_each(self, taken: list[Any], error: Exception) -> None:
+        """Finds the element of a failed block whose judging fails, and raises its error.
+
+        If none fails again, `error`, the block's, gets the note (or, a
+        StopIteration, is raised as a UserStopIterationError) naming the block.
+        """
         if len(taken) == 1:
             where = element_before(self.parent)
         else:
@@ -144,13 +152,14 @@ class _FilterCursor(BaseCursor):
                 continue
             try:
                 verdict = self.predicate(element)
-            except Exception as error:
-                self._note(error, where)
+            except Exception as again:
+                self._note(again, where)
                 raise
             try:
                 bool(verdict)
-            except (ValueError, TypeError) as error:
-                raise self._ambiguous(verdict, where) from error
+            except (ValueError, TypeError) as ambiguous:
+                raise self._ambiguous(verdict, where) from ambiguous
+        self._note(error, where)
 
     def _note(self, error: Exception, where: str) -> None:
         validate.note_user_error(error, self.stage, where)
@@ -184,8 +193,8 @@ class _CheckedFilterCursor(_FilterCursor):
                 return element
             try:
                 kept = bool(keep(element))
-            except Exception:
-                self._judge_each([element])
+            except Exception as error:
+                self._judge_each([element], error)
                 raise
             left -= 1
             if not kept:
@@ -202,8 +211,8 @@ class _CheckedFilterCursor(_FilterCursor):
         keep = self.predicate
         try:
             verdicts = [e is None or bool(keep(e)) for e in taken]
-        except Exception:
-            self._judge_each(taken)
+        except Exception as error:
+            self._judge_each(taken, error)
             raise
         self._count(taken, verdicts)
         return list(itertools.compress(taken, verdicts))

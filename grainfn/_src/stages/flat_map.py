@@ -17,7 +17,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, OneParent, ParentIndex, function_name, set_length
-from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream, element_before
 
 T = TypeVar("T")
 
@@ -55,9 +55,13 @@ class FlatMappedDataset(OneParent):
         return out
 
     def _split(self, element: Any, index: int) -> Sequence[Any]:
-        parts = self.fn(element)
-        if not isinstance(parts, Sequence):
-            parts = list(parts)
+        try:
+            parts = self.fn(element)
+            if not isinstance(parts, Sequence):
+                parts = list(parts)
+        except Exception as error:
+            validate.note_user_error(error, self.describe_stage(), f"parent position {index}")
+            raise
         if len(parts) > self.max_fan_out:
             raise ValueError(
                 f"flat_map {function_name(self.fn)} split the element at parent index {index} "
@@ -94,16 +98,18 @@ class FlatMappedStream(WrappingStream):
     record = SplitState
 
     def open(self, state: SplitState) -> Cursor:
-        return _FlatMapCursor(self.parent.open(state.parent), state, self.fn)
+        return _FlatMapCursor(self.parent.open(state.parent), state, self.fn, self.describe_stage())
 
     def describe_stage(self) -> str:
         return f"flat_map({function_name(self.fn)})"
 
 
 class _FlatMapCursor(BaseCursor):
-    def __init__(self, parent: Cursor, state: Any, fn: Callable[[Any], Sequence[Any]]) -> None:
+    def __init__(
+        self, parent: Cursor, state: Any, fn: Callable[[Any], Sequence[Any]], stage: str
+    ) -> None:
         self.parent = parent
-        self.fn = fn
+        self.fn, self.stage = fn, stage
         self.before = state.parent  # the parent's state before the element in `parts`
         self.parts: Sequence[Any] = ()
         self.offset = 0
@@ -121,8 +127,12 @@ class _FlatMapCursor(BaseCursor):
         if element is None:
             self.parts = (None,)
             return
-        parts = self.fn(element)
-        self.parts = parts if isinstance(parts, Sequence) else list(parts)
+        try:
+            parts = self.fn(element)
+            self.parts = parts if isinstance(parts, Sequence) else list(parts)
+        except Exception as error:
+            validate.note_user_error(error, self.stage, element_before(self.parent))
+            raise
 
     def next(self) -> Any:
         while self.offset >= len(self.parts):

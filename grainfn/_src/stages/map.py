@@ -1,6 +1,8 @@
 """Stages that call a user function on every element: map, random_map, map_with_index.
 
 `None` (a position a filter emptied) passes through them untouched, as in Grain.
+An error of the user function gets a note naming the stage and the position,
+and a StopIteration becomes a `UserStopIterationError` (`validate.note_user_error`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
-from grainfn._src.core.dataset import ElementStage, function_name, set_length
+from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,
@@ -49,8 +51,12 @@ class MappedDataset(ElementStage[Any]):
             raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
-        fn = self.fn
-        return [None if e is None else fn(e) for e in self.parent._get_many(indices)]
+        fn, elements = self.fn, self.parent._get_many(indices)
+        try:
+            return [None if e is None else fn(e) for e in elements]
+        except StopIteration:  # never out of a dataset: `_get` names it and its position
+            pass
+        return read_each(self, indices)
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
@@ -83,7 +89,11 @@ class RandomMappedDataset(ElementStage[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         fn, at = self.fn, self.rngs.at
         elements = self.parent._get_many(indices)
-        return [None if e is None else fn(e, at(i)) for e, i in zip(elements, indices.tolist())]
+        try:
+            return [None if e is None else fn(e, at(i)) for e, i in zip(elements, indices.tolist())]
+        except StopIteration:  # never out of a dataset: `_get` names it and its position
+            pass
+        return read_each(self, indices)
 
     def describe_stage(self) -> str:
         return f"random_map({function_name(self.fn)}, seed={self.seed})"
@@ -110,7 +120,11 @@ class IndexMappedDataset(ElementStage[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         fn = self.fn
         elements = self.parent._get_many(indices)
-        return [None if e is None else fn(i, e) for e, i in zip(elements, indices.tolist())]
+        try:
+            return [None if e is None else fn(i, e) for e, i in zip(elements, indices.tolist())]
+        except StopIteration:  # never out of a dataset: `_get` names it and its position
+            pass
+        return read_each(self, indices)
 
     def describe_stage(self) -> str:
         return f"map_with_index({function_name(self.fn)})"
@@ -151,7 +165,10 @@ class _MapCursor(BaseCursor):
         try:
             return [None if e is None else fn(e) for e in elements]
         except Exception as error:
-            where = f"one of the {len(elements)} stream elements up to {state_of(self.parent)}"
+            if len(elements) == 1:
+                where = element_before(self.parent)
+            else:
+                where = f"one of the {len(elements)} stream elements up to {state_of(self.parent)}"
             validate.note_user_error(error, self.stage, where)
             raise
 

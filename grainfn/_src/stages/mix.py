@@ -130,7 +130,11 @@ class SelectedDataset(_Selection):
         return which, keys
 
     def _select(self, index: int) -> tuple[int, int]:
-        component, key = self.selection_map[index]
+        try:
+            component, key = self.selection_map[index]
+        except StopIteration as error:  # only that: other errors keep their own messages
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
         if not 0 <= component < len(self.components) or key < 0:
             raise IndexError(
                 f"selection_map[{index}] returned ({component}, {key}); it must return "

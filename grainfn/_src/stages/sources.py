@@ -1,4 +1,8 @@
-"""Leaf datasets: integer ranges and random-access sources (`fn.range`, `fn.source`)."""
+"""Leaf datasets: integer ranges and random-access sources (`fn.range`, `fn.source`).
+
+A source is the user's code: a StopIteration its `[]` raises becomes a
+`UserStopIterationError` naming the position, as one of a map function does.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import numpy as np
 
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
-from grainfn._src.core.dataset import Dataset, function_name, set_length
+from grainfn._src.core.dataset import Dataset, function_name, read_each, set_length
 
 T = TypeVar("T")
 
@@ -108,7 +112,11 @@ class SourceDataset(Dataset[Any]):
         set_length(self, len(self.source))
 
     def _get(self, index: int) -> Any:
-        return self.source[index % self.length]
+        try:
+            return self.source[index % self.length]
+        except StopIteration as error:  # only that: other errors keep their own messages
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
         source = self.source
@@ -119,9 +127,16 @@ class SourceDataset(Dataset[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         positions = (indices % self.length).tolist()
         read_many = _batched_reader(self.source)
-        if read_many is not None:
-            return list(read_many(positions))
-        return list(map(self.source.__getitem__, positions))
+        try:
+            if read_many is not None:
+                items = list(read_many(positions))
+            else:
+                items = list(map(self.source.__getitem__, positions))
+            if len(items) == len(positions):  # fewer: list(map(...)) took a StopIteration
+                return items  # of __getitem__ for the end of the map
+        except StopIteration:  # never out of a dataset: `_get` names it and its position
+            pass
+        return read_each(self, indices)
 
     def describe_stage(self) -> str:
         return f"source({function_name(self.source)}, length {self.length})"
@@ -218,7 +233,11 @@ class ObjectDataset(Dataset[Any]):
         return self.inputs
 
     def _get(self, index: int) -> Any:
-        return self.obj[index]
+        try:
+            return self.obj[index]
+        except StopIteration as error:  # only that: other errors keep their own messages
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def describe_stage(self) -> str:
         return type(self.obj).__qualname__
