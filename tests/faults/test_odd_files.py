@@ -30,7 +30,7 @@ import pytest
 import grainfn as grain
 import grainfn.checkpoint
 from grainfn import fn
-from grainfn._src.checkpoint import background, files
+from grainfn._src.checkpoint import background, file_io, files
 from grainfn.experimental import TFRecordIterDataset
 from grainfn.sources import ArrayRecordDataSource, write_array_records
 
@@ -151,7 +151,7 @@ def test_a_failed_replace_removes_its_temporary_file(tmp_path: Path) -> None:
     target = tmp_path / "taken"
     target.mkdir()  # os.replace cannot put a file over a directory
     with pytest.raises(IsADirectoryError):
-        files.write_atomically(target, b'{"version": 1}')
+        file_io.write_atomically(target, b'{"version": 1}')
     assert os.listdir(tmp_path) == ["taken"]
     assert os.listdir(target) == []
 
@@ -202,14 +202,14 @@ def test_a_path_without_os_fspath_is_written_through_its_own_methods(tmp_path: P
             return self.path.read_text()
 
     before, _ = saved_small_state(tmp_path)
-    files.write_atomically(RemotePath(tmp_path) / STATE_FILE, b'{"version": 2}')
+    file_io.write_atomically(RemotePath(tmp_path) / STATE_FILE, b'{"version": 2}')
     assert os.listdir(tmp_path) == [STATE_FILE]
     assert (tmp_path / STATE_FILE).read_bytes() == b'{"version": 2}'
-    assert files.read_state_bytes(RemotePath(tmp_path) / STATE_FILE) == b'{"version": 2}'
+    assert file_io.read_state_bytes(RemotePath(tmp_path) / STATE_FILE) == b'{"version": 2}'
     with pytest.raises(ValueError, match=r"more than the limit of 4 bytes \(3\.8147e-06 MiB\)"):
-        files.read_state_bytes(RemotePath(tmp_path) / STATE_FILE, limit=4)
+        file_io.read_state_bytes(RemotePath(tmp_path) / STATE_FILE, limit=4)
     with pytest.raises(IsADirectoryError):  # a failed replace leaves no temporary file
-        files.write_atomically(RemotePath(tmp_path), before)
+        file_io.write_atomically(RemotePath(tmp_path), before)
     assert os.listdir(tmp_path) == [STATE_FILE]
 
 
@@ -265,10 +265,10 @@ def test_a_link_to_a_saved_state_file_restores(tmp_path: Path) -> None:
 
 
 def test_a_state_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
-    assert files.STATE_FILE_LIMIT == 64 * 2**20
+    assert file_io.STATE_FILE_LIMIT == 64 * 2**20
     path = tmp_path / STATE_FILE
     with open(path, "wb") as file:
-        file.truncate(files.STATE_FILE_LIMIT + 1)  # sparse: nothing is written
+        file.truncate(file_io.STATE_FILE_LIMIT + 1)  # sparse: nothing is written
     error = guarded(lambda: restore_small(tmp_path), "a restore from a huge file")
     assert isinstance(error, ValueError), repr(error)
     assert (
@@ -280,9 +280,9 @@ def test_a_state_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> N
 def test_the_size_limit_admits_a_file_of_exactly_that_size(tmp_path: Path) -> None:
     path = tmp_path / STATE_FILE
     path.write_bytes(b'{"a": 1}')
-    assert files.read_state_bytes(path, limit=8) == b'{"a": 1}'
+    assert file_io.read_state_bytes(path, limit=8) == b'{"a": 1}'
     with pytest.raises(ValueError, match=r"is 8 bytes, more than the limit of 7 bytes"):
-        files.read_state_bytes(path, limit=7)
+        file_io.read_state_bytes(path, limit=7)
 
 
 JUNK = {
@@ -313,12 +313,12 @@ def test_a_refusal_quotes_at_most_80_sanitised_characters(tmp_path: Path, conten
 
 
 def test_an_excerpt_keeps_printable_ascii_and_cuts_with_an_ellipsis() -> None:
-    assert files.excerpt(b"ok \x1b[1m\n\xff") == "ok ?[1m ?"
-    assert files.excerpt("é\tx") == "? x"
-    assert files.excerpt("x" * 80) == "x" * 80
-    assert files.excerpt("x" * 81) == "x" * 77 + "..."
-    assert files.excerpt("abcde", 2, width=3) == "cde"
-    assert files.excerpt("abcdefghij", 2, width=6) == "cde..."
+    assert file_io.excerpt(b"ok \x1b[1m\n\xff") == "ok ?[1m ?"
+    assert file_io.excerpt("é\tx") == "? x"
+    assert file_io.excerpt("x" * 80) == "x" * 80
+    assert file_io.excerpt("x" * 81) == "x" * 77 + "..."
+    assert file_io.excerpt("abcde", 2, width=3) == "cde"
+    assert file_io.excerpt("abcdefghij", 2, width=6) == "cde..."
 
 
 # --- Item 7: ArrayRecord and TFRecord paths that are not regular files ------------------------

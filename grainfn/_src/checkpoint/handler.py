@@ -8,7 +8,7 @@ thread only calls `iterator.get_state()`; encoding and writing happen in
 Orbax's background commit, after Orbax has created the temporary directory
 that it renames into place once every item is written, so an interrupted save
 never replaces a complete checkpoint. The file itself is always written
-atomically too (`files.write_atomically`), so even a save straight into a
+atomically too (`file_io.write_atomically`), so even a save straight into a
 directory that holds a state leaves that state if it fails.
 """
 

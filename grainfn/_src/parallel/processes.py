@@ -2,7 +2,8 @@
 
 A `WorkerPool` holds the datasets to read (its "leaves") and `num_workers`
 processes, forked from a fork server (see `start_context`).
-Block `t` of the pool goes to worker `t % num_workers`, and each worker answers
+Block `t` of the pool goes to worker `t % num_workers`, which starts with its
+first block (no more workers run than blocks were given), and each worker answers
 its blocks in order over its own socket, so the parent always knows which
 worker holds the block it waits for. Output never depends on the number of
 workers: a block's elements depend only on its positions. Blocks cross as a
@@ -55,9 +56,7 @@ class WorkerError(RuntimeError):
 class _Retry:
     """A task re-sent one position at a time after its worker died: how, and what came back.
 
-    A death while reading one position at a time names a suspect; only a
-    second death at the same suspect blames it, so that a worker killed from
-    outside (an out-of-memory killer, an operator) never gets a position blamed.
+    A death there names a suspect, blamed only if the next one-at-a-time read dies there too.
     """
 
     def __init__(self, first_death: str) -> None:
@@ -107,12 +106,7 @@ class WorkerPool:
         return [worker.process for worker in self.workers.values()]
 
     def start(self) -> None:
-        """Readies the pool (once): a worker process starts when its first block is sent.
-
-        So a pool never runs more workers than blocks it was given (a dataset of
-        4 elements needs at most 4, whatever `num_workers` says), and each loads
-        the datasets while the parent goes on.
-        """
+        """Readies the pool (once); each worker starts with its first block (see the module)."""
         if self._started:
             return
         if self._finalizer is not None:
