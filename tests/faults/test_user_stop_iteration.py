@@ -462,3 +462,21 @@ def test_with_workers_it_arrives_as_the_error_not_as_an_end(case: str) -> None:
     it.close()
     del it, errors
     assert_nothing_left()
+
+
+class StopSampler:
+    """Grain's Sampler protocol, written by a user: `[5]` raises StopIteration."""
+
+    def __len__(self) -> int:
+        return N
+
+    def __getitem__(self, index: int) -> grain.RecordMetadata:
+        return grain.RecordMetadata(index=index, record_key=stop_at_5(index))
+
+
+def test_a_user_samplers_stop_iteration_is_an_error_in_a_data_loader() -> None:
+    loader = grain.DataLoader(
+        data_source=list(range(N)), sampler=StopSampler(), shard_options=grain.NoSharding()
+    )
+    it = iter(loader)
+    assert_stops_with_the_error(it, list(range(5)), "sample(", "position 5")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import validate
 from grainfn._src.core.dataset import OneParent, set_length
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import BaseSampler, shard_length
@@ -40,8 +41,16 @@ class SampledDataset(OneParent):
         return (index % self.length) * self.shard.shard_count + self.shard.shard_index
 
     def _get(self, index: int) -> Record[Any]:
-        meta = self.sampler[self._sampler_index(index)]
+        meta = self._meta(self._sampler_index(index), index)
         return Record(meta, self.parent.get(meta.record_key))
+
+    def _meta(self, sampler_index: int, index: int) -> Any:
+        """`sampler[sampler_index]`: a user's sampler's StopIteration is an error, not the end."""
+        try:
+            return self.sampler[sampler_index]
+        except StopIteration as error:
+            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         sampler_indices = (indices % self.length) * self.shard.shard_count + self.shard.shard_index
@@ -53,7 +62,7 @@ class SampledDataset(OneParent):
                 for g, key in zip(sampler_indices.tolist(), keys)
             ]
         else:
-            metas = [self.sampler[g] for g in sampler_indices.tolist()]
+            metas = [self._meta(g, i) for g, i in zip(sampler_indices.tolist(), indices.tolist())]
             keys = [meta.record_key for meta in metas]  # type: ignore[misc]
         values = self.parent.get_many(np.asarray(keys, dtype=np.int64))
         return [Record(meta, value) for meta, value in zip(metas, values)]
