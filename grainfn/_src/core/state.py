@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from grainfn._src.core import fingerprints as fingerprints_lib
 from grainfn._src.core.dataset import pipeline_lines
 
 if TYPE_CHECKING:
@@ -301,6 +302,14 @@ def state_from_dict(stream: Stream[Any], data: Any) -> Any:
 class StateCodec:
     """The dict form of one stream's states, with the pipeline description computed once.
 
+    A pipeline that reads files (ArrayRecord, Parquet, TFRecord) also records
+    a fingerprint of each in `"files"` (its size and a digest of its first and
+    last 4 KiB, see `grainfn._src.core.fingerprints`). They are taken on the
+    first `encode` (and again by a `decode` that checks them), so `encode`
+    reads no file after that.
+    `decode` refuses a state whose files have changed since it was saved; a
+    state without `"files"` (written before grainfn recorded them) is not checked.
+
     Examples:
         >>> from grainfn import fn
         >>> codec = StateCodec(fn.from_dataset(fn.range(3)))
@@ -311,17 +320,32 @@ class StateCodec:
     def __init__(self, stream: Stream[Any]) -> None:
         self.stream = stream
         self.pipeline = pipeline_lines(stream)
+        self.files = fingerprints_lib.files_read(stream)
+        self._fingerprints: dict[str, str] | None = None
+
+    def fingerprints(self) -> dict[str, str]:
+        """The fingerprints of the pipeline's files, taken on the first call (not a copy)."""
+        if self._fingerprints is None:
+            self._fingerprints = fingerprints_lib.fingerprints(self.files)
+        return self._fingerprints
 
     def encode(self, state: Any) -> dict[str, Any]:
         """The dict form of a state of this stream (not checked: see `state_to_dict`)."""
-        return {
+        data = {
             "version": STATE_VERSION,
             "pipeline": list(self.pipeline),
             "state": to_dict(state),
         }
+        if self.files:
+            data["files"] = dict(self.fingerprints())
+        return data
 
     def decode(self, data: Any) -> Any:
-        """The state record of `data`, refusing one of another pipeline or version."""
+        """The state record of `data`, refusing one of another pipeline or version.
+
+        Also refused: a state whose `"files"` fingerprints differ from the
+        files' now (the message names the file and what changed).
+        """
         if not isinstance(data, dict):
             raise ValueError(f"A state dict is expected, got {type(data).__name__}.")
         if "version" not in data and "pipeline" not in data:
@@ -339,6 +363,12 @@ class StateCodec:
             )
         if data["pipeline"] != self.pipeline:
             raise ValueError(_pipeline_difference(self.pipeline, data["pipeline"]))
+        if "files" in data:
+            current = fingerprints_lib.fingerprints(self.files)
+            problem = fingerprints_lib.changed_files(self.files, current, data["files"])
+            if problem is not None:
+                raise ValueError(problem)
+            self._fingerprints = current
         state = from_dict(data["state"])
         self.stream.check_state(state)
         return state

@@ -245,6 +245,10 @@ class TFRecordStream(Stream[bytes]):
                 f"({size} bytes); it belongs to another file, or the file has changed."
             )
 
+    def file_paths(self) -> dict[str, str]:
+        """The file, for the fingerprint a saved state records."""
+        return {self.path: self.path}
+
     def describe_stage(self) -> str:
         return f"tfrecord({self.path!r})"
 

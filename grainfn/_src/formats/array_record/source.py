@@ -270,6 +270,14 @@ class ArrayRecordDataSource:
         """The files read, in order, as given (glob patterns expanded)."""
         return self._paths
 
+    def file_paths(self) -> dict[str, str]:
+        """The files read, as `paths` names them, to the absolute paths they are opened by.
+
+        A saved iterator state records a fingerprint of each, so that a
+        restore into changed files is refused (`grainfn._src.core.fingerprints`).
+        """
+        return dict(zip(self._paths, self._files))
+
     @property
     def reader_options(self) -> dict[str, str]:
         """The reader options given (the defaults not included)."""

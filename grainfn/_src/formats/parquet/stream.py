@@ -87,6 +87,10 @@ class ParquetFileStream(Stream[dict[str, Any]]):
             "it belongs to another file, or the file has changed."
         )
 
+    def file_paths(self) -> dict[str, str]:
+        """The file, if it is local (not a URI), for the fingerprint a saved state records."""
+        return {} if "://" in self.path else {self.path: self.path}
+
     def describe_stage(self) -> str:
         options = "".join(f", {name}={_show(value)}" for name, value in self.read_kwargs)
         return f"parquet({self.path!r}{options})"
