@@ -55,11 +55,16 @@ def free(name: str) -> None:
 
 @pytest.fixture
 def segments() -> Iterator[list[str]]:
-    """Names of the segments a test makes; each must be gone when the test ends."""
+    """Names of the segments a test makes; each must be gone when the test ends.
+
+    Waited for: Grain's arrays may unlink in a background thread (`enable_async_del`,
+    which another test may have turned on for the class), so a segment freed by the
+    test can still be there an instant after it.
+    """
     names: list[str] = []
     yield names
     gc.collect()
-    left = [name for name in names if exists(name)]
+    left = [name for name in names if not freed_soon(name)]
     for name in left:
         free(name)
     assert not left, f"segments left behind: {left}"
