@@ -16,13 +16,16 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from grainfn._src.core import state as records
-from grainfn._src.core.stream import BaseCursor, Cursor, Stream
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream, reads_in_processes
 
 T = TypeVar("T")
 
 
 MARK_EVERY = 1024
-"""How many elements a StreamIterator returns between two marks: states it can go back to."""
+"""How many elements a StreamIterator returns between two marks: states it can go back to.
+
+Over a cursor that is not atomic and reads in worker processes, every element
+is a mark: going back would read through the workers, which may be dying."""
 
 STATE_WAIT_SECONDS = 600.0
 """How long `state`, asked in one thread, waits for a `next()` running in another."""
@@ -52,6 +55,9 @@ class StreamIterator(Iterator[T]):
     counts the elements since, and a new cursor
     opened at the mark and stepped that many times stands exactly where the
     failed one last stood, because the elements depend on the state alone.
+    Where the reads go to worker processes, the mark is taken after every
+    element instead, so the state after a failure (a worker's death, say) is
+    known at once, without the workers.
 
     One reader at a time, as a Python generator: a `next()` while another is
     running (in another thread) raises `ConcurrentReadError` and takes nothing,
@@ -74,6 +80,8 @@ class StreamIterator(Iterator[T]):
         self._since_mark = 0
         self._reader: list[None] = [None]  # a token, taken by the `next()` that runs
         self._cursor: Cursor = stream.open(state)
+        fragile = not self._cursor.atomic and reads_in_processes(self._cursor)
+        self._mark_every = 1 if fragile else MARK_EVERY
 
     def __iter__(self) -> StreamIterator[T]:
         return self
@@ -103,8 +111,9 @@ class StreamIterator(Iterator[T]):
         finally:
             reader.append(None)
         self._since_mark += 1
-        if self._since_mark >= MARK_EVERY:
-            self._mark, self._since_mark = cursor.state(), 0
+        if self._since_mark >= self._mark_every:
+            # The iterator's cursor, not `cursor`: a broken one has just been replaced.
+            self._mark, self._since_mark = self._cursor.state(), 0
         return element
 
     __next__ = next_element
@@ -214,6 +223,9 @@ class _BrokenCursor(BaseCursor):
         return self.recover().next_many(count)
 
     def state(self) -> Any:
+        iterator = self.iterator()
+        if iterator is not None and not iterator._since_mark:  # it stands at its mark
+            return iterator._mark
         return self.recover().state()
 
     def start_prefetch(self) -> None:

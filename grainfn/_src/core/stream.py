@@ -49,9 +49,14 @@ class Cursor(Protocol):
     cursor that takes one element of an atomic child per element it returns,
     and changes itself only once it has it, is atomic; one that calls user
     functions or takes several elements is not (a StreamIterator recovers it).
+    `reads_in_processes` says that the cursor itself hands reads to worker
+    processes, which can die: a StreamIterator over such a cursor keeps the
+    state after every element, so that its state after a worker's death needs
+    no read (see `grainfn._src.core.iterator`).
     """
 
     atomic: bool
+    reads_in_processes: bool
 
     def next(self) -> Any:
         """Returns the next element; raises StopIteration at the end."""
@@ -78,6 +83,7 @@ class BaseCursor:
     """Defaults: `next_many` in terms of `next`; prefetch and close reach the `children`."""
 
     atomic = False
+    reads_in_processes = False
 
     def next(self) -> Any:
         raise NotImplementedError
@@ -196,6 +202,14 @@ class WrappingStream(OneParentStream):
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, self.record, self.describe_stage(), path)
         self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+
+
+def reads_in_processes(cursor: Cursor) -> bool:
+    """Whether `cursor`, or a cursor it reads from, hands reads to worker processes."""
+    if getattr(cursor, "reads_in_processes", False):
+        return True
+    children = getattr(cursor, "children", tuple)
+    return any(reads_in_processes(child) for child in children())
 
 
 def element_before(cursor: Cursor) -> str:

@@ -88,6 +88,8 @@ class _PooledLeaf(Stream[Any]):
 
 
 class _PoolCursor(BaseCursor):
+    reads_in_processes = True
+
     def __init__(self, cursor: Cursor, pool: WorkerPool) -> None:
         self.cursor, self.pool = cursor, pool
         self.atomic = cursor.atomic  # a dead worker is replaced within the pool
