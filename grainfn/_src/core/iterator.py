@@ -32,10 +32,10 @@ STATE_WAIT_SECONDS = 600.0
 
 
 class ConcurrentReadError(RuntimeError):
-    """One iterator read by two `next()` calls at once, or its state asked inside one.
+    """One iterator read by two `next()` calls at once (the second from another thread).
 
-    The second `next()` comes from another thread; a state asked inside a
-    running `next()` comes from a signal handler that interrupted it.
+    Also raised by a state asked in another thread when the running `next()`
+    does not return within `STATE_WAIT_SECONDS`.
     """
 
 
@@ -64,9 +64,7 @@ class StreamIterator(Iterator[T]):
     so no element is given twice or skipped. `state` asked in another thread
     while a `next()` runs waits for it, and names the boundary after the
     element it returns; asked from inside a running `next()` (a signal handler
-    that interrupted it) it raises `ConcurrentReadError`, since the pipeline is
-    between two boundaries then: note the signal in the handler, and save
-    after `next()` returns.
+    that interrupted it) it names the boundary before the element being read.
     """
 
     def __init__(self, stream: Stream[T], state: Any = None) -> None:
@@ -139,27 +137,49 @@ class StreamIterator(Iterator[T]):
     def state(self) -> Any:
         """The state record after the elements returned so far: resume from it with `iterate`.
 
+        Asked from another thread while a `next()` runs, it waits for that
+        `next()` and names the boundary after the element it returns. Asked
+        from inside the running `next()` (a signal handler that interrupted
+        it: a preemption notice), it names the boundary before the element
+        being read, found without touching the interrupted reader (see
+        `_state_before_next`).
+
         Raises:
-            ConcurrentReadError: if asked from inside this iterator's running
-                `next()` (a signal handler), or if a `next()` in another thread
-                does not return within `STATE_WAIT_SECONDS`.
+            ConcurrentReadError: if a `next()` in another thread does not
+                return within `STATE_WAIT_SECONDS`.
         """
         if not self._reader:  # a next() is running
+            if self._inside_next():
+                return self._state_before_next()
             self._wait_for_reader()
         return self._cursor.state()
 
-    def _wait_for_reader(self) -> None:
-        """Waits for the `next()` that runs in another thread; refuses inside it."""
-        frame: FrameType | None = sys._getframe(1)
+    def _inside_next(self) -> bool:
+        """Whether this runs inside this iterator's own `next()` (a signal handler, say)."""
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             if frame.f_code is _NEXT_CODE and frame.f_locals.get("self") is self:
-                raise ConcurrentReadError(
-                    "The state was asked from inside this iterator's own next() (a signal "
-                    "handler that interrupted it?): the pipeline stands between two element "
-                    "boundaries then, and a state from there would regroup what follows. "
-                    "In the handler, note the signal; save the state after next() returns."
-                )
+                return True
             frame = frame.f_back
+        return False
+
+    def _state_before_next(self) -> Any:
+        """The state after the last element returned, asked while the next one is being read.
+
+        The running cursor stands between two boundaries, so it is not asked:
+        the state is the mark, or a new cursor opened at the mark and stepped
+        over the elements returned since (the same elements, read again here).
+        """
+        if not self._since_mark:
+            return self._mark
+        cursor = _reopen(self.stream, self._mark, self._since_mark)
+        try:
+            return cursor.state()
+        finally:
+            cursor.close()
+
+    def _wait_for_reader(self) -> None:
+        """Waits for the `next()` that runs in another thread."""
         deadline = time.monotonic() + STATE_WAIT_SECONDS
         while not self._reader:
             if time.monotonic() > deadline:

@@ -13,7 +13,6 @@ same stream share it, and nothing of it goes into a state or to a worker.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Any
 
 import toolz
@@ -23,25 +22,22 @@ from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stre
 
 
 class _Memory:
-    """The elements read so far from some states of one stream, and the state after each."""
+    """The elements read so far from some states of one stream, and the state after each.
+
+    One dict entry per element, written in one store: a thread, or a signal
+    handler that reads the stream again (`StreamIterator.state` inside a
+    running `next()`), never sees an element without its state, and needs no lock.
+    """
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.elements: list[Any] = []
-        self.after: list[Any] = []  # the state after elements[i]
-        self.index: dict[Any, int] = {}  # state -> the position of the element read from it
+        self.read: dict[Any, tuple[Any, Any]] = {}  # state -> (element read there, state after)
         self.ends: set[Any] = set()  # states the stream ends at
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_Memory, ())  # a copy of the pipeline (a worker, a pickle) starts empty
 
     def add(self, before: Any, element: Any, after: Any) -> None:
-        with self.lock:
-            if before in self.index:
-                return
-            self.index[before] = len(self.elements)
-            self.elements.append(element)
-            self.after.append(after)
+        self.read.setdefault(before, (element, after))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -68,10 +64,10 @@ class _CacheCursor(BaseCursor):
 
     def next(self) -> Any:
         memory, state = self.memory, self.current
-        position = memory.index.get(state) if _hashable(state) else None
-        if position is not None and self.reader is None:
-            self.current = memory.after[position]
-            return memory.elements[position]
+        known = memory.read.get(state) if _hashable(state) else None
+        if known is not None and self.reader is None:
+            element, self.current = known
+            return element
         if self.reader is None:
             if _hashable(state) and state in memory.ends:
                 raise StopIteration
