@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from typing import Any
 
 from grainfn._src.core import validate
+from grainfn._src.parallel.deaths import check_worker_timeout
 
 _logger = logging.getLogger("grainfn")
 
@@ -67,21 +69,42 @@ class MultiprocessingOptions:
         num_workers: Worker processes; 0 runs everything in this process.
         per_worker_buffer_size: Blocks each worker computes ahead of the consumer.
         enable_profiling: Accepted for Grain compatibility; grainfn has no profiler.
+        worker_timeout: Seconds to wait for a worker's next answer before the
+            worker is killed and `next()` raises `WorkerError` (nothing is
+            lost: the next `next()` reads the block again with a new worker).
+            None, the default, waits as long as the worker lives. Not in
+            Grain; PyTorch's DataLoader calls it `timeout`.
 
     Examples:
         >>> MultiprocessingOptions(num_workers=2).per_worker_buffer_size
         1
+        >>> MultiprocessingOptions(2, 1, False, 30.0).worker_timeout
+        30.0
     """
 
     num_workers: int = 0
     per_worker_buffer_size: int = 1
     enable_profiling: bool = False
+    worker_timeout: float | None = None  # last: Grain code builds these positionally
 
     def __post_init__(self) -> None:
         validate.check_nonnegative_int(self.num_workers, "MultiprocessingOptions.num_workers")
         validate.check_positive_int(
             self.per_worker_buffer_size, "MultiprocessingOptions.per_worker_buffer_size"
         )
+        check_worker_timeout(self.worker_timeout, "MultiprocessingOptions.worker_timeout")
+
+    def prefetch_arguments(self) -> dict[str, Any]:
+        """What these options set of `fn.mp_prefetch`'s keyword arguments.
+
+        Examples:
+            >>> MultiprocessingOptions(2, 3).prefetch_arguments()
+            {'buffer_per_worker': 3, 'worker_timeout': None}
+        """
+        return {
+            "buffer_per_worker": self.per_worker_buffer_size,
+            "worker_timeout": self.worker_timeout,
+        }
 
 
 def available_cores() -> int:

@@ -1,4 +1,4 @@
-"""The life of a worker process seen from the parent: how it died, and stopping workers.
+"""The life of a worker process seen from the parent: how it died, killing and stopping it.
 
 Used by `WorkerPool` (see `processes`): stopping reads what a worker still
 sends so that it never blocks, and frees the memory files nobody read.
@@ -40,8 +40,7 @@ def how_it_died(process: Any) -> str:
     process.join(timeout=_JOIN_SECONDS)
     code = process.exitcode
     if code is None:  # its socket closed, yet it runs: it cannot be used any more
-        process.kill()
-        process.join(timeout=_JOIN_SECONDS)
+        kill(process)
         return "stopped answering"
     if code >= 0:
         return f"exited with code {code} (os._exit or sys.exit in the pipeline's code?)"
@@ -51,6 +50,12 @@ def how_it_died(process: Any) -> str:
         name = "an unknown signal"
     hint = _HINTS.get(-code)
     return f"was killed by signal {-code} ({name}{'; ' + hint if hint else ''})"
+
+
+def kill(process: Any) -> None:
+    """Kills `process` (SIGKILL, which ends a stopped process too) and reaps it."""
+    process.kill()
+    process.join(timeout=_JOIN_SECONDS)
 
 
 def stop_workers(owner: int, started: dict[int, Worker]) -> None:
@@ -77,9 +82,8 @@ def stop_workers(owner: int, started: dict[int, Worker]) -> None:
                 [w.channel.connection for w in alive] + [w.process.sentinel for w in alive],
                 timeout=0.05,
             )
-    for worker in alive:
-        worker.process.kill()
-        worker.process.join(timeout=_JOIN_SECONDS)
+    for worker in alive:  # stuck, or stopped (SIGSTOP): it cannot stop by itself
+        kill(worker.process)
     for worker in workers:
         worker.process.join(timeout=_JOIN_SECONDS)
         worker.channel.close()  # memory files still in the socket are freed with it

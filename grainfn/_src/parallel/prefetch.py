@@ -27,6 +27,7 @@ from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
+from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 T = TypeVar("T")
@@ -41,6 +42,7 @@ class PrefetchedStream(PassThroughStream):
     num_workers: int
     buffer_per_worker: int = 1
     worker_init_fn: Callable[[int, int], Any] | None = None
+    worker_timeout: float | None = None  # how it reads, like the others: not in any state
     transparent = True
 
     def open(self, state: Any) -> Cursor:
@@ -55,6 +57,7 @@ class PrefetchedStream(PassThroughStream):
             self.num_workers,
             self.buffer_per_worker,
             self.worker_init_fn,
+            self.worker_timeout,
         )
         pooled = with_leaves(self.parent, lambda leaf: _PooledLeaf(leaf, pool, leaves.index(leaf)))
         return _PoolCursor(pooled.open(state), pool)
@@ -158,6 +161,7 @@ def mp_prefetch(
     *,
     buffer_per_worker: int = 1,
     worker_init_fn: Callable[[int, int], Any] | None = None,
+    worker_timeout: float | None = None,
 ) -> Stream[T]:
     """The stream with its dataset reads done ahead by `num_workers` worker processes.
 
@@ -165,6 +169,18 @@ def mp_prefetch(
     workers; the stream stages above run here, on blocks that come back in
     position order. Elements and states are those of the stream itself, for
     any number of workers (0 runs everything here).
+
+    Args:
+        num_workers: Worker processes; 0 reads everything in this process.
+        data: The stream (or dataset, read in order) to read.
+        buffer_per_worker: The most blocks each worker computes ahead.
+        worker_init_fn: Called as `worker_init_fn(worker_index, num_workers)`
+            in each worker before it reads anything.
+        worker_timeout: Seconds to wait for a worker's next answer (a block,
+            or one position of a block read again one at a time) before the
+            worker is killed and `next()` raises `WorkerError`; nothing is
+            lost, and the next `next()` reads the block again with a new
+            worker. None (the default) waits as long as the worker lives.
 
     Examples:
         >>> from grainfn.fn import range, from_dataset
@@ -177,7 +193,8 @@ def mp_prefetch(
     buffer_per_worker = validate.check_positive_int(buffer_per_worker, "buffer_per_worker")
     if worker_init_fn is not None:
         validate.check_callable(worker_init_fn, "worker_init_fn")
+    worker_timeout = check_worker_timeout(worker_timeout)
     if isinstance(data, Dataset):
         data = FromDatasetStream(data)
     stream = as_stream(data, "mp_prefetch")
-    return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn)
+    return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn, worker_timeout)

@@ -12,13 +12,15 @@ pickle and one anonymous memory file (see `transfer`).
 Faults never cost an element:
 - A worker that dies (a signal, `os._exit`, the OOM killer) loses the blocks
   it had not answered. The parent starts a new worker in its place and sends
-  them again, the first (the one it died on) *one position at a time*: the new
-  worker answers each position as soon as it has read it. If the new worker
-  dies too, the position it died on kills workers: the block's result is the
-  positions before it and a `WorkerError` naming it, like an exception there.
-  If it does not, the first death was not caused by those positions (the OOM
-  killer or another process): the block's result is a `WorkerError` alone, so
-  the reader stays at the block's first position and the next read continues.
+  them again, the first (the one it died on) *one position at a time*; what
+  that read shows decides whether a position is blamed (see `deaths`): either
+  the block's result is the positions before the one that kills workers and a
+  `WorkerError` naming it, or a `WorkerError` alone, so that the reader stays
+  at the block's first position and the next read continues.
+- With `worker_timeout` set, a worker that sends nothing for that many
+  seconds while the parent waits for it (it is stopped, or stuck) is killed,
+  and counts as dead: the same rule reads its blocks again. Without it (None)
+  the parent waits for as long as the worker lives.
 - A worker ignores Ctrl-C (the parent handles it) and exits when the parent's
   end of its socket closes.
 - Only the process that made a pool stops its workers: a child forked from
@@ -40,7 +42,16 @@ import cloudpickle
 
 from grainfn._src.core.blocks import Result
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.parallel.lifecycle import Worker, how_it_died, stop_workers
+from grainfn._src.parallel.deaths import (
+    TIMEOUT_HINT,
+    Death,
+    Retry,
+    after_death,
+    check_worker_timeout,
+    not_theirs,
+    timed_out,
+)
+from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
 
@@ -53,18 +64,6 @@ class WorkerError(RuntimeError):
     """
 
 
-class _Retry:
-    """A task re-sent one position at a time after its worker died: how, and what came back.
-
-    A death there names a suspect, blamed only if the next one-at-a-time read dies there too.
-    """
-
-    def __init__(self, first_death: str) -> None:
-        self.first_death = first_death
-        self.parts: list[Any] = []
-        self.suspect: int | None = None  # where the last one-at-a-time read died
-
-
 class WorkerPool:
     """`num_workers` processes reading blocks of the `leaves` datasets.
 
@@ -74,6 +73,9 @@ class WorkerPool:
         buffer_per_worker: The most blocks in flight per worker.
         worker_init_fn: Called as `worker_init_fn(worker_index, num_workers)`
             in each worker before it reads anything.
+        worker_timeout: Seconds the parent waits for a worker's next answer
+            before it kills the worker and counts it as dead; None waits for
+            as long as the worker lives.
     """
 
     def __init__(
@@ -82,11 +84,13 @@ class WorkerPool:
         num_workers: int,
         buffer_per_worker: int = 1,
         worker_init_fn: Callable[[int, int], Any] | None = None,
+        worker_timeout: float | None = None,
     ) -> None:
         self.leaves = tuple(leaves)
         self.num_workers = num_workers
         self.buffer_per_worker = buffer_per_worker
         self.worker_init_fn = worker_init_fn
+        self.worker_timeout = check_worker_timeout(worker_timeout)
         self.owner = os.getpid()
         self.workers: dict[int, Worker] = {}  # by index, each started with its first block
         self._started = False
@@ -94,10 +98,13 @@ class WorkerPool:
         self._payload = b""
         self._next_task = 0
         self._tasks: dict[int, tuple[int, int, int]] = {}  # sent, not answered: leaf, first, stop
-        self._expected: list[collections.deque[int]] = []  # per worker, tasks in order
+        # Per started worker, its tasks in order: nothing per worker that never starts.
+        self._expected: collections.defaultdict[int, collections.deque[int]] = (
+            collections.defaultdict(collections.deque)
+        )
         self._done: dict[int, Result] = {}
         self._cancelled: set[int] = set()
-        self._retries: dict[int, _Retry] = {}  # tasks re-sent a position at a time
+        self._retries: dict[int, Retry] = {}  # tasks re-sent a position at a time
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     @property
@@ -122,7 +129,6 @@ class WorkerPool:
                 "and connections lazily (on first read), not when the source is built."
             )
             raise
-        self._expected = [collections.deque() for _ in range(self.num_workers)]
         self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
         _pools.add(self)
         self._started = True
@@ -202,9 +208,16 @@ class WorkerPool:
             self.workers[worker].channel.send((task, leaf, first, stop, one_by_one))
 
     def _receive(self, index: int) -> None:
+        """Files the next message of worker `index`, or replaces it if it died or timed out."""
         worker = self.workers[index]
         connection = worker.channel.connection
-        ready = multiprocessing.connection.wait([connection, worker.process.sentinel])
+        waiting = [connection, worker.process.sentinel]
+        ready = multiprocessing.connection.wait(waiting, timeout=self.worker_timeout)
+        if not ready:  # nothing within worker_timeout: stopped or stuck, so it counts as dead
+            assert self.worker_timeout is not None, "only a timeout ends a wait with nothing"
+            kill(worker.process)
+            self._replace(index, timed_out(self.worker_timeout), TIMEOUT_HINT)
+            return
         message: Any = None
         descriptor = None
         try:
@@ -247,7 +260,7 @@ class WorkerPool:
             retry.parts.extend(block)
             block = retry.parts
             if last and failure is None:  # read again without dying: the death was not theirs
-                block, failure = [], WorkerError(retry.first_death + _NOT_THEIRS)
+                block, failure = [], WorkerError(not_theirs(retry))
         if not last:
             return
         self._expected[index].popleft()
@@ -260,13 +273,20 @@ class WorkerPool:
         self._cancelled.discard(task)
         self._retries.pop(task, None)
 
-    def _replace(self, index: int) -> None:
-        """Starts a new worker in place of dead worker `index` and resends what it held."""
+    def _replace(self, index: int, how: str | None = None, hint: str = "") -> None:
+        """Starts a new worker in place of dead worker `index` and resends what it held.
+
+        Args:
+            index: The dead worker.
+            how: How it ended, when the parent killed it; None reads its exit status.
+            hint: What to do about how it ended ("" when unknown).
+        """
         dead = self.workers[index]
-        how = how_it_died(dead.process)
+        if how is None:
+            how = how_it_died(dead.process)
+        death = Death(index, dead.process.pid, how, dead.ready, hint)
         dead.channel.close()
-        lost = list(self._expected[index])
-        self._expected[index].clear()
+        lost = list(self._expected.pop(index, ()))
         self.workers[index] = self._start_worker(index)
         for task in lost:
             if task in self._cancelled:
@@ -277,43 +297,19 @@ class WorkerPool:
             elif task != lost[0]:
                 self._send(task)
             else:
-                self._retry(task, index, dead, how)
+                self._retry(task, death)
 
-    def _retry(self, task: int, index: int, dead: Worker, how: str) -> None:
+    def _retry(self, task: int, death: Death) -> None:
         """Resends the task a worker died on one position at a time, or ends it with an error."""
         leaf, first, stop = self._tasks[task]
-        pid, where = dead.process.pid, self._of_leaf(leaf)
-        if not dead.ready:
-            error = WorkerError(
-                f"grainfn worker {index} (pid {pid}) {how} while starting: loading the pipeline "
-                "or running worker_init_fn killed it. The next read starts new workers."
-            )
-            self._forget(task)
-            self._done[task] = ([], error, 0.0)
-        elif task not in self._retries:
-            first_death = (
-                f"grainfn worker {index} (pid {pid}) {how} while reading positions "
-                f"[{first}, {stop}){where}."
-            )
-            self._retries[task] = _Retry(first_death)
+        decision = after_death(death, self._retries.get(task), first, stop, self._of_leaf(leaf))
+        if isinstance(decision, Retry):
+            self._retries[task] = decision
             self._send(task, one_by_one=True)
-        else:  # it died again, reading one position at a time
-            retry = self._retries[task]
-            parts, culprit = retry.parts, first + len(retry.parts)
-            if retry.suspect != culprit:  # a first death there: perhaps not its doing
-                retry.suspect, retry.parts = culprit, []
-                self._send(task, one_by_one=True)
-                return
-            error = WorkerError(
-                f"Reading position {culprit}{where} kills grainfn workers. "
-                f"{retry.first_death} New workers read them again one at a time, and two in a "
-                f"row died at position {culprit} (the last, pid {pid}, {how}). The positions "
-                f"before it were delivered; the next read tries position {culprit} again. Look "
-                "in the pipeline's functions at that position for a crash in native code, "
-                "os._exit or sys.exit, or an element too large for the memory."
-            )
+        else:
+            parts, message = decision
             self._forget(task)
-            self._done[task] = (parts, error, 0.0)
+            self._done[task] = (parts, WorkerError(message), 0.0)
 
     def _of_leaf(self, leaf: int) -> str:
         return f" of dataset {leaf} of the pipeline" if len(self.leaves) > 1 else ""
@@ -347,11 +343,6 @@ def _forget_parents_workers() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_parents_workers)
-
-_NOT_THEIRS = (
-    " A new worker read those positions again one at a time without dying, so they did not "
-    "cause it. Nothing was lost: the next read starts again at the first of them."
-)
 
 
 def _decoded(

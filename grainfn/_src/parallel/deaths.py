@@ -1,0 +1,166 @@
+"""What a worker's death means for the block it was reading: read it again, or an error.
+
+A `WorkerPool` (see `processes`) calls a worker dead when its process ends
+(a signal, `os._exit`, the OOM killer) or when it sends nothing for
+`worker_timeout` seconds (the pool then kills it: it is stopped, or stuck).
+Either way the rule is the same, and it blames a position only on evidence:
+
+1. The block the worker died on is sent to a new worker *one position at a
+   time* (`after_death` returns a `Retry`); the new worker answers each
+   position as soon as it has read it.
+2. If that worker reads the whole block, the first death was not caused by
+   those positions (another process, the OOM killer, a stopped process): the
+   block's result is an error alone (`not_theirs`), so the reader stays at
+   the block's first position and the next read continues.
+3. If it dies too, the position it died on is a suspect, and the block is
+   read once more, one position at a time. Only a second death at the same
+   position blames it: the block's result is the positions before it and an
+   error naming it, like an exception there.
+
+A worker that dies while starting (loading the pipeline or running
+`worker_init_fn`) ends its block with an error at once: no position is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any
+
+TIMEOUT_HINT = (
+    " If the work is legitimately that slow (a large element, a slow source, a long "
+    "worker_init_fn), raise worker_timeout; otherwise look for what stopped the worker: "
+    "a SIGSTOP (kill -STOP, Ctrl-Z), a debugger attached to it, or an endless loop or a "
+    "deadlock in the pipeline's code."
+)
+"""What to do about a worker the pool killed for sending nothing within worker_timeout."""
+
+_NOT_THEIRS = (
+    " A new worker read those positions again one at a time without dying or stalling, so "
+    "they did not cause it. Nothing was lost: the next read starts again at the first of them."
+)
+
+_CRASH_HINT = (
+    " Look in the pipeline's functions at that position for a crash in native code, "
+    "os._exit or sys.exit, or an element too large for the memory."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Death:
+    """How a worker ended, as the parent saw it.
+
+    Attributes:
+        index: The worker's index in its pool.
+        pid: Its process id.
+        how: How it ended, completing "grainfn worker 0 (pid 12) ...", e.g.
+            "was killed by signal 9 (SIGKILL)".
+        ready: Whether it had loaded the pipeline and run `worker_init_fn`.
+        hint: What to do about it, when the cause is known (a timeout), else "".
+    """
+
+    index: int
+    pid: int | None
+    how: str
+    ready: bool
+    hint: str = ""
+
+    @property
+    def who(self) -> str:
+        """The worker, as errors name it."""
+        return f"grainfn worker {self.index} (pid {self.pid})"
+
+
+@dataclasses.dataclass
+class Retry:
+    """A block re-sent one position at a time after its worker died: why, and what came back.
+
+    Attributes:
+        first_death: The error message of the death that started the retry.
+        hint: What to do about that death ("" when unknown).
+        parts: The elements the one-at-a-time read has answered so far.
+        suspect: The position the last one-at-a-time read died on, if one did.
+    """
+
+    first_death: str
+    hint: str = ""
+    parts: list[Any] = dataclasses.field(default_factory=list)
+    suspect: int | None = None
+
+
+def check_worker_timeout(value: Any, what: str = "worker_timeout") -> float | None:
+    """Returns `value` as seconds (a float), or None, after checking it.
+
+    Args:
+        value: None (wait for a worker forever) or a finite number of seconds > 0.
+        what: The name of the option, for the error.
+
+    Raises:
+        TypeError: if `value` is neither None nor a number.
+        ValueError: if it is not finite or not > 0.
+
+    Examples:
+        >>> check_worker_timeout(30)
+        30.0
+        >>> check_worker_timeout(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: worker_timeout must be None (wait forever) or a finite number ..., got 0.
+    """
+    allowed = "None (wait forever) or a finite number of seconds > 0"
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be {allowed}, got {value!r} of type {type(value).__name__}.")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be {allowed}, got {value!r}.")
+    return seconds
+
+
+def timed_out(seconds: float) -> str:
+    """How a worker ended that the pool killed after `seconds` without an answer (see `Death`)."""
+    return f"was killed after sending nothing for {seconds:g} s (worker_timeout={seconds:g})"
+
+
+def after_death(
+    death: Death, retry: Retry | None, first: int, stop: int, where: str = ""
+) -> Retry | tuple[list[Any], str]:
+    """What to do with block `[first, stop)` after `death`: read it again, or end it.
+
+    Args:
+        death: How the worker reading it ended.
+        retry: The one-at-a-time read the worker was doing, or None for a
+            whole-block read.
+        first: The block's first position.
+        stop: The position after its last.
+        where: Which dataset of the pipeline, for the message ("" for the only one).
+
+    Returns:
+        A `Retry` to send the block with, one position at a time; or the
+        block's result: the elements delivered and the message of its error.
+    """
+    if not death.ready:
+        return [], (
+            f"{death.who} {death.how} while starting: it was loading the pipeline or running "
+            f"worker_init_fn. The next read starts new workers.{death.hint}"
+        )
+    if retry is None:
+        first_death = f"{death.who} {death.how} while reading positions [{first}, {stop}){where}."
+        return Retry(first_death, death.hint)
+    culprit = first + len(retry.parts)
+    if retry.suspect != culprit:  # a first death there: perhaps not its doing
+        return Retry(retry.first_death, retry.hint, [], culprit)
+    return retry.parts, (
+        f"Reading position {culprit}{where} kills grainfn workers. {retry.first_death} New "
+        f"workers read them again one at a time, and two in a row died at position {culprit} "
+        f"(the last, pid {death.pid}, {death.how}). The positions before it were "
+        f"delivered; the next read tries position {culprit} again."
+        f"{death.hint or _CRASH_HINT}"
+    )
+
+
+def not_theirs(retry: Retry) -> str:
+    """The error of a block read again one position at a time without a death (rule 2)."""
+    return retry.first_death + _NOT_THEIRS + retry.hint
