@@ -64,7 +64,9 @@ def as_components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, 
         or not isinstance(datasets, Sequence)
         or not datasets
     ):
-        raise TypeError(f"{what} takes a non-empty sequence of datasets, got {datasets!r}.")
+        raise TypeError(
+            f"{what} takes a non-empty sequence of datasets, got {validate.short_repr(datasets)}."
+        )
     if streams and all(isinstance(d, Stream) for d in datasets):
         return tuple(datasets)
     return tuple(as_dataset(d, what) for d in datasets)
@@ -73,13 +75,15 @@ def as_components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, 
 def as_data_list(data: Any, what: str) -> tuple[Any, ...]:
     """A non-empty list of datasets and streams as a tuple; a clear error for anything else."""
     if isinstance(data, (Dataset, Stream, str, bytes)) or not isinstance(data, Sequence):
-        raise TypeError(f"{what} takes a list of grainfn datasets or streams, got {data!r}.")
+        raise TypeError(
+            f"{what} takes a list of grainfn datasets or streams, got {validate.short_repr(data)}."
+        )
     if not data:
         raise ValueError(f"{what} needs at least one dataset or stream, got an empty list.")
     for position, item in enumerate(data):
         if not isinstance(item, (Dataset, Stream)):
             raise TypeError(
-                f"{what} takes grainfn datasets or streams, but item {position} is {item!r} of "
-                f"type {type(item).__name__}."
+                f"{what} takes grainfn datasets or streams, but item {position} is "
+                f"{validate.short_repr(item)} of type {type(item).__name__}."
             )
     return tuple(data)

@@ -7,6 +7,7 @@ needed: elements are plain Python and numpy values.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,7 +37,8 @@ def stack(elements: Sequence[Any], *, strict: bool = False) -> Any:
     Raises:
         StructureError: (a ValueError) if the elements differ in structure; the
             message names the path where.
-        ValueError: if they differ in a leaf's shape; the message names the leaf.
+        ValueError: if they differ in a leaf's shape; the message names the leaf;
+            or if an element nests too deep or contains itself (`too_deep`).
 
     Examples:
         >>> stack([{"x": 1, "y": (2.0, 3)}, {"x": 4, "y": (5.0, 6)}])
@@ -51,7 +53,10 @@ def stack(elements: Sequence[Any], *, strict: bool = False) -> Any:
     """
     if not elements:
         raise ValueError("Cannot stack an empty sequence of elements.")
-    return _stack_at(elements, "", strict)
+    try:
+        return _stack_at(elements, "", strict)
+    except RecursionError:
+        raise too_deep("An element to batch") from None
 
 
 def stack_runs(elements: Sequence[Any], sizes: np.ndarray) -> list[Any]:
@@ -132,8 +137,26 @@ def leaves(tree: Any) -> list[Any]:
         if leaf is not None:
             found.append(leaf)
 
-    map_leaves(collect, tree)
+    try:
+        map_leaves(collect, tree)
+    except RecursionError:
+        raise too_deep("A tree of arrays") from None
     return found
+
+
+def too_deep(what: str) -> ValueError:
+    """The error for a tree that nests deeper than Python's recursion limit, or holds itself.
+
+    Examples:
+        >>> str(too_deep("An element to batch")).startswith("An element to batch nests")
+        True
+    """
+    return ValueError(
+        f"{what} nests lists, tuples or dicts deeper than Python's recursion limit "
+        f"(sys.getrecursionlimit() = {sys.getrecursionlimit()} levels), or contains itself (a "
+        "list that holds itself, say). Elements must be trees nested well below that limit: "
+        "flatten the deep part, or make it one leaf (a numpy array, for example)."
+    )
 
 
 def _stack_at(elements: Sequence[Any], path: str, strict: bool = False) -> Any:

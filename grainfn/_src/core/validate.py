@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 import operator
 import os
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 SEED_LIMIT = 2**32
 INT64_MAX = 2**63 - 1
 """The largest position, length or size: positions are 64-bit integers."""
+INT32_MAX = 2**31 - 1
+"""The largest packed length: packed segment ids and positions are 32-bit integers."""
+_LIMIT_NAMES = {INT64_MAX: "2**63 - 1", INT32_MAX: "2**31 - 1"}
 
 
 class PositionOutOfRangeError(ValueError, IndexError):
@@ -105,9 +109,75 @@ def check_positive_int(value: Any, what: str, maximum: int | None = None) -> int
     if value <= 0:
         raise ValueError(f"{what} must be a positive integer, got {value}.")
     if maximum is not None and value > maximum:
-        limit = "2**63 - 1" if maximum == INT64_MAX else str(maximum)
+        limit = _LIMIT_NAMES.get(maximum, str(maximum))
         raise ValueError(f"{what} must be a positive integer up to {limit}, got {value}.")
     return value
+
+
+def check_length(obj: Any, what: str) -> int:
+    """`len(obj)`, after checking that `obj.__len__()` returned an integer in [0, 2**63 - 1].
+
+    Python's own `len()` refuses a length past 2**63 - 1 with an OverflowError
+    that names neither the object nor the limit; this names both. An error
+    that `__len__` itself raises keeps its type and gains a note.
+
+    Args:
+        obj: An object with `__len__`: a data source, a selection map.
+        what: How the messages name it ("the data source Records").
+
+    Examples:
+        >>> check_length([1, 2, 3], "the data source list")
+        3
+        >>> class Huge:
+        ...     def __len__(self):
+        ...         return 2**64
+        >>> check_length(Huge(), "the data source Huge")
+        Traceback (most recent call last):
+        ...
+        ValueError: len() of the data source Huge must be an integer in [0, 2**63 - 1], got
+        18446744073709551616.
+    """
+    try:
+        length = obj.__len__()
+    except Exception as error:
+        error.add_note(f"Raised by len() of {what}.")
+        raise
+    allowed = "an integer in [0, 2**63 - 1]"
+    if not is_integer(length):
+        raise TypeError(
+            f"len() of {what} must be {allowed}, got {short_repr(length)} of type "
+            f"{type(length).__name__}."
+        )
+    length = operator.index(length)
+    if not 0 <= length <= INT64_MAX:
+        raise ValueError(f"len() of {what} must be {allowed}, got {length}.")
+    return length
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 3, 60, 60, 60
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """`repr(value)` for a message: at most `limit` characters, however deep or large `value` is.
+
+    Nested lists, tuples and dicts show a few levels (a list that contains
+    itself, or one nested thousands deep, would exhaust the recursion limit of
+    `repr`), and a repr that fails is replaced by the type's name.
+
+    Examples:
+        >>> short_repr([1, [2, [3, [4, [5]]]]])
+        '[1, [2, [3, [...]]]]'
+        >>> loop = []
+        >>> loop.append(loop)
+        >>> short_repr(loop)
+        '[[[[...]]]]'
+    """
+    try:
+        text = _SHORT.repr(value)
+    except Exception:  # a broken or too deep __repr__ of the user's
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_callable(fn: Any, what: str) -> Callable[..., Any]:
@@ -261,6 +331,29 @@ def note_user_error(error: BaseException, stage: str, where: str) -> None:
             "exception; to drop elements, filter them."
         ) from error
     error.add_note(f"Raised by the function of {stage}, reading {where}.")
+
+
+def note_source_error(error: BaseException, source: str, key: int, index: int) -> None:
+    """Adds a note to `error`, which a data source's `[]` raised, naming the source and the read.
+
+    The error keeps its type and traceback: re-raise it with a bare `raise`. A
+    StopIteration becomes a `UserStopIterationError`, as in `note_user_error`.
+
+    Args:
+        error: What `source[key]` raised.
+        source: The source's stage, as pipeline descriptions name it.
+        key: The index the source was asked for.
+        index: The position of the dataset that read it (past the length: a later epoch).
+
+    Examples:
+        >>> error = IndexError("list index out of range")
+        >>> note_source_error(error, "source(Records, length 10)", 3, 13)
+        >>> error.__notes__
+        ['Raised by the data source source(Records, length 10), reading source[3] (position 13).']
+    """
+    if isinstance(error, StopIteration):
+        note_user_error(error, source, f"position {index}")
+    error.add_note(f"Raised by the data source {source}, reading source[{key}] (position {index}).")
 
 
 def ambiguous_verdict(verdict: Any, stage: str, where: str) -> TypeError:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core.blocks import WAITING_BLOCKS, reading_waits
-from grainfn._src.core.dataset import Dataset, upstream_holes
+from grainfn._src.core.dataset import Dataset, read_many, upstream_holes
 from grainfn._src.core.filter_check import FilterCheck, FilterWindow, WithOptionsStream
 from grainfn._src.core.reading import CheckedDatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -292,7 +292,7 @@ class SharedReads:
             ]
         )
         cpu, wall = time.thread_time(), time.perf_counter()
-        elements = self.shared.dataset._get_many(indices)
+        elements = read_many(self.shared.dataset, indices)
         cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
         waits = self.shared.threads and reading_waits(cpu, wall)
         self.waiting = self.waiting + 1 if waits else 0

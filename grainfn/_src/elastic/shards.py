@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -55,6 +56,8 @@ def logical_shard(
         >>> list(fn.iterate(logical_shard(stream, 1, 4, sequential=True)))
         [4, 5]
     """
+    num_shards = validate.check_positive_int(num_shards, "num_shards", validate.INT64_MAX)
+    shard = validate.check_integer(shard, "shard")
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard must be in [0, {num_shards}), got {shard}.")
     cut = _sources_part if sequential else _strided

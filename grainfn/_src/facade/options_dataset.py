@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeVar
 
+from grainfn._src.core import validate
 from grainfn._src.core.filter_check import RAISE_SETTING, WARN_SETTING, WithOptionsStream
 from grainfn._src.facade.datasets import IterDataset, iter_core
 
@@ -98,7 +99,9 @@ def _check_ratio(name: str, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a ratio in [0, 1] or None, got {value!r}.")
+        raise ValueError(
+            f"{name} must be a ratio in [0, 1] or None, got {validate.short_repr(value)}."
+        )
 
 
 class WithOptionsIterDataset(IterDataset[T]):

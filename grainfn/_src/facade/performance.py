@@ -91,6 +91,10 @@ def pick_performance_config(
         )
     budget = validate.check_positive_int(ram_budget_mb, "ram_budget_mb")
     samples = validate.check_positive_int(samples_to_check, "samples_to_check")
+    if max_workers is not None:
+        validate.check_nonnegative_int(max_workers, "max_workers")
+    if max_buffer_size is not None:
+        validate.check_nonnegative_int(max_buffer_size, "max_buffer_size")
     workers = available_cores() if max_workers is None else max_workers
     stream = iter_core(ds, "pick_performance_config")
     element_mb = _average_mb([stream], samples)

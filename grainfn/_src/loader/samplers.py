@@ -246,7 +246,7 @@ def _congruent_count(length: int, options: ShardOptions) -> int:
 def sampler_length(sampler: Any) -> int:
     """`len(sampler)`, or the first index at which `sampler[i]` raises IndexError."""
     if hasattr(sampler, "__len__"):
-        return len(sampler)
+        return validate.check_length(sampler, f"the sampler {type(sampler).__name__}")
     low, high = 0, sys.maxsize
     while low < high:
         middle = (low + high) // 2

@@ -107,6 +107,7 @@ def check_shard_options(options: Any, what: str = "shard_options") -> ShardOptio
     if not isinstance(options, ShardOptions):
         raise TypeError(
             f"{what} must be a grainfn ShardOptions (ShardOptions, NoSharding or "
-            f"ShardByJaxProcess), got {options!r} of type {type(options).__name__}."
+            f"ShardByJaxProcess), got {validate.short_repr(options)} of type "
+            f"{type(options).__name__}."
         )
     return options

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import validate
 from grainfn._src.packing.arrays import Memory, fill, layout
 from grainfn._src.packing.spec import POSITIONS, SEGMENT_IDS, PackSpec
 from grainfn._src.packing.trees import collect, rebuild, where
@@ -366,8 +367,8 @@ def _check_sizes(spec: PackSpec, sizes: Sequence[int]) -> None:
 def _missing_feature(spec: PackSpec, element: Any) -> Exception:
     if not isinstance(element, Mapping):
         return TypeError(
-            f"Packing takes dict elements with the features of length_struct, got {element!r} "
-            f"of type {type(element).__name__}."
+            f"Packing takes dict elements with the features of length_struct, got "
+            f"{validate.short_repr(element)} of type {type(element).__name__}."
         )
     needed = [*spec.features, *spec.listed]
     missing = [name for name in needed if name not in element] or needed

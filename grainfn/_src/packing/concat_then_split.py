@@ -172,6 +172,11 @@ def concat_then_split(
         )
     if bos_token_id is not None:
         bos_token_id = validate.check_integer(bos_token_id, "bos_token_id")
+        if not -validate.INT64_MAX - 1 <= bos_token_id <= validate.INT64_MAX:
+            raise ValueError(
+                f"bos_token_id must be an integer in [-2**63, 2**63 - 1] (and fit the dtype of "
+                f"the features it goes into), got {bos_token_id}."
+            )
     if bool(bos) != (bos_token_id is not None):
         raise ValueError(
             f"bos_features={list(bos)} and bos_token_id={bos_token_id} go together: the token "

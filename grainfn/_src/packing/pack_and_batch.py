@@ -170,7 +170,7 @@ def pack_and_batch_spec(
     flat = isinstance(length_struct, dict) and all(len(path) == 1 for path, _ in paths)
     return PackAndBatchSpec(
         length_struct=length_struct,
-        batch_size=validate.check_positive_int(batch_size, "batch_size"),
+        batch_size=validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX),
         max_sequences_per_bin=max_sequences_per_bin,
         names=tuple(where(path) for path, _ in paths),
         lengths=tuple(length for _, length in paths),

@@ -33,7 +33,8 @@ def check_length_struct(length_struct: Any) -> tuple[tuple[str, int], ...]:
     for name, length in length_struct.items():
         if not isinstance(name, str):
             raise TypeError(f"length_struct keys must be feature names (str), got {name!r}.")
-        out.append((name, validate.check_positive_int(length, f"length_struct[{name!r}]")))
+        name_of = f"length_struct[{name!r}]"
+        out.append((name, validate.check_positive_int(length, name_of, validate.INT32_MAX)))
     return tuple(out)
 
 

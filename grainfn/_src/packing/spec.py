@@ -227,6 +227,7 @@ def pack_spec(
     padding_struct = given["padding_struct"]
     max_sequences_per_bin = given["max_sequences_per_bin"]
     features, lengths, trees = _lengths(length_struct)
+    bins = validate.check_positive_int(num_packing_bins, "num_packing_bins", validate.INT64_MAX)
     alignments = paddings = None
     if pack_alignment_struct is not None:
         struct, check = pack_alignment_struct, validate.check_positive_int
@@ -241,7 +242,7 @@ def pack_spec(
         strategy=strategy,
         features=features,
         lengths=lengths,
-        num_bins=validate.check_positive_int(num_packing_bins, "num_packing_bins"),
+        num_bins=bins,
         seed=validate.check_nonnegative_int(given["seed"], "seed"),
         shuffle_bins=_flag(given["shuffle_bins"], "shuffle_bins"),
         group_by=given["shuffle_bins_group_by_feature"],
@@ -266,7 +267,8 @@ def _lengths(
     if not isinstance(length_struct, Mapping):
         raise TypeError(
             "length_struct must be a dict from feature name to its packed length (a positive "
-            f"int, or {_TREES}), got {length_struct!r} of type {type(length_struct).__name__}."
+            f"int, or {_TREES}), got {validate.short_repr(length_struct)} of type "
+            f"{type(length_struct).__name__}."
         )
     mapping = _feature_map(length_struct, "length_struct", None)
     features = tuple(sorted(mapping))
@@ -275,7 +277,8 @@ def _lengths(
     for name in features:
         value = mapping[name]
         if not isinstance(value, (dict, list, tuple)):
-            lengths.append(validate.check_positive_int(value, f"length_struct[{name!r}]"))
+            what = f"length_struct[{name!r}]"
+            lengths.append(validate.check_positive_int(value, what, validate.INT32_MAX))
             continue
         leaves = positive_leaves(
             value, (name,), f"a feature of length_struct is a positive int or {_TREES}."

@@ -15,8 +15,8 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from grainfn._src.core import pytree, validate
 from grainfn._src.core import state as records
-from grainfn._src.core import validate
 
 Path = tuple[Any, ...]
 """The keys and indices from a tree's root to one of its nodes."""
@@ -83,14 +83,18 @@ def positive_leaves(structure: Any, path: Path, allowed: str) -> list[tuple[Path
         ...
         TypeError: length_struct['a']['y'][0] must be a positive int, got None (NoneType); ...
     """
+    try:
+        paths = leaf_paths(structure, path)
+    except RecursionError:
+        raise pytree.too_deep(f"length_struct{where(path)}") from None
     out = []
-    for leaf, length in leaf_paths(structure, path):
+    for leaf, length in paths:
         name = f"length_struct{where(leaf)}"
         if isinstance(length, bool) or not validate.is_integer(length):
             raise TypeError(
                 f"{name} must be a positive int, got {records.describe_value(length)}; {allowed}"
             )
-        out.append((leaf, validate.check_positive_int(length, name)))
+        out.append((leaf, validate.check_positive_int(length, name, validate.INT32_MAX)))
     return out
 
 

@@ -16,6 +16,7 @@ from grainfn._src.core.dataset import (
     OneParent,
     ParentIndex,
     function_name,
+    read_each,
     set_length,
     upstream_holes,
 )
@@ -53,7 +54,13 @@ class BatchedDataset(OneParent):
         return first, first + size
 
     def _get(self, index: int) -> Any:
-        return self._get_many(np.array([index], dtype=np.int64))[0]
+        indices = np.array([index], dtype=np.int64)
+        try:
+            return self._get_many(indices)[0]
+        except Exception:  # read the parent one position at a time: its error names one
+            starts, stops = self._bounds(indices)
+            read_each(self.parent, np.arange(int(starts[0]), int(stops[0]), dtype=np.int64))
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         starts, stops = self._bounds(indices)
@@ -282,4 +289,7 @@ def pad_like(element: Any, pad_value: Any) -> Any:
                 "pass a pad_value every leaf's dtype can hold."
             ) from None
 
-    return tree.map_leaves(pad, element)
+    try:
+        return tree.map_leaves(pad, element)
+    except RecursionError:
+        raise tree.too_deep("The element to pad") from None

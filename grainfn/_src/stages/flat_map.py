@@ -38,7 +38,11 @@ class FlatMappedDataset(OneParent):
             set_length(self, parent_length * self.max_fan_out)
 
     def _get(self, index: int) -> Any:
-        return self._get_many(np.array([index], dtype=np.int64))[0]
+        try:
+            return self._get_many(np.array([index], dtype=np.int64))[0]
+        except Exception:  # read the parent element alone: its error names its position
+            self.parent._get(index // self.max_fan_out)
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         element_indices, split_indices = np.divmod(indices, self.max_fan_out)
@@ -173,7 +177,7 @@ def flat_map(
     validate.check_callable(fn, "flat_map fn")
     if isinstance(data, Stream):
         if max_fan_out is not None:
-            validate.check_positive_int(max_fan_out, "max_fan_out")
+            validate.check_positive_int(max_fan_out, "max_fan_out", validate.INT64_MAX)
         return FlatMappedStream(data, fn)
     ds = as_dataset(data, "flat_map")
     if max_fan_out is None:
@@ -181,5 +185,5 @@ def flat_map(
             "flat_map on a dataset needs max_fan_out, the most parts one element may give: "
             "each element gets that many positions. A stream needs no bound."
         )
-    fan_out = validate.check_positive_int(max_fan_out, "max_fan_out")
+    fan_out = validate.check_positive_int(max_fan_out, "max_fan_out", validate.INT64_MAX)
     return FlatMappedDataset(ds, fn, fan_out)

@@ -103,6 +103,7 @@ def _own_method(cls: type, name: str) -> bool:
 
 class _IterableCursor(BaseCursor):
     def __init__(self, iterable: Iterable[Any], state: IterablePosition | IterableState) -> None:
+        self.name = type(iterable).__qualname__
         self.iterator = iter(iterable)
         self.own = keeps_own_state(self.iterator)
         self.taken = 0
@@ -136,7 +137,16 @@ class _IterableCursor(BaseCursor):
             self.taken += 1
 
     def next(self) -> Any:
-        element = next(self.iterator)
+        try:
+            element = next(self.iterator)
+        except StopIteration:  # the end of the iterable
+            raise
+        except Exception as error:  # the user's iterator: keeps its type, gains a note
+            error.add_note(
+                f"Raised by the iterator of from_iterable({self.name}), reading its element "
+                f"{self.taken} (counting from 0)."
+            )
+            raise
         self.taken += 1
         return element
 

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import toolz
 
+from grainfn._src.core import pytree, validate
 from grainfn._src.core import state as records
-from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
@@ -115,9 +115,14 @@ def batch_rows(batch: Any) -> int:
         >>> batch_rows({"x": np.zeros((3, 2)), "y": np.arange(3)})
         3
     """
-    found = leaves(batch)
+    try:
+        found = leaves(batch)
+    except RecursionError:
+        raise pytree.too_deep("A batch to rebatch") from None
     if not found:
-        raise ValueError(f"rebatch needs batches with at least one array leaf, got {batch!r}.")
+        raise ValueError(
+            f"rebatch needs batches with at least one array leaf, got {validate.short_repr(batch)}."
+        )
     sizes = []
     for leaf in found:
         shape = np.shape(leaf)

@@ -93,6 +93,8 @@ def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[
         if positions.step == 0:
             raise ValueError(f"slice step must not be 0, got {positions!r}.")
         start, step, size = slicing.slice_params(positions, ds.length)
+        if abs(step) > validate.INT64_MAX:  # it selects one position at most, so its step
+            step = 1  # never applies; and the int64 index math could not hold it
         return SlicedDataset(ds, start, step, size)
     if isinstance(positions, (str, bytes)) or not isinstance(positions, Sequence | np.ndarray):
         raise TypeError(

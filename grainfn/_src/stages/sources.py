@@ -1,7 +1,9 @@
 """Leaf datasets: integer ranges and random-access sources (`fn.range`, `fn.source`).
 
-A source is the user's code: a StopIteration its `[]` raises becomes a
-`UserStopIterationError` naming the position, as one of a map function does.
+A source is the user's code: an error its `[]` raises keeps its type and gains
+a note naming the source, the index it was asked for and the position read;
+a StopIteration becomes a `UserStopIterationError` naming the position, as one
+of a map function does. Its `len()` must be an integer in [0, 2**63 - 1].
 """
 
 from __future__ import annotations
@@ -75,17 +77,26 @@ class RangeDataset(Dataset[int]):
     start: int
     stop: int
     step: int
+    wide: bool = dataclasses.field(init=False, compare=False)
+    """Whether its numbers or their span exceed 64 bits: then read in Python ints, not numpy."""
 
     def __post_init__(self) -> None:
-        set_length(self, len(builtins.range(self.start, self.stop, self.step)))
+        set_length(self, range_length(self.start, self.stop, self.step))
+        span = (self.start, self.stop, self.step, self.stop - self.start)
+        object.__setattr__(self, "wide", any(abs(n) > validate.INT64_MAX for n in span))
 
     def _get(self, index: int) -> int:
         return self.start + (index % self.length) * self.step
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
-        return self._get_array(indices).tolist()
+        if self.wide:
+            return read_each(self, indices)
+        return self._numbers(indices).tolist()
 
-    def _get_array(self, indices: np.ndarray) -> np.ndarray:
+    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
+        return None if self.wide else self._numbers(indices)
+
+    def _numbers(self, indices: np.ndarray) -> np.ndarray:
         offsets = indices % self.length
         if self.step != 1:
             offsets *= self.step
@@ -109,13 +120,14 @@ class SourceDataset(Dataset[Any]):
     source: Any
 
     def __post_init__(self) -> None:
-        set_length(self, len(self.source))
+        set_length(self, source_length(self.source))
 
     def _get(self, index: int) -> Any:
+        key = index % self.length
         try:
-            return self.source[index % self.length]
-        except StopIteration as error:  # only that: other errors keep their own messages
-            validate.note_user_error(error, self.describe_stage(), f"position {index}")
+            return self.source[key]
+        except Exception as error:  # the user's source: keeps its type, gains a note
+            validate.note_source_error(error, self.describe_stage(), key, index)
             raise
 
     def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
@@ -127,6 +139,8 @@ class SourceDataset(Dataset[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         positions = (indices % self.length).tolist()
         read_many = _batched_reader(self.source)
+        # Another error goes up as it is: whoever reads the block reads it again one
+        # position at a time (`dataset.read_many`), and `_get` notes where it fails.
         try:
             if read_many is not None:
                 items = list(read_many(positions))
@@ -202,13 +216,51 @@ def _batched_reader(source: Any) -> Callable[[list[int]], Any] | None:
 
 
 def check_source(source: Any) -> Any:
-    """Checks that `source` supports `len(source)` and `source[i]`."""
+    """Checks that `source` supports `len(source)` and `source[i]`, and that its length fits.
+
+    Raises:
+        TypeError: for an object without `__len__` and `__getitem__`, or whose
+            `__len__` returns something other than an integer.
+        ValueError: for a length outside [0, 2**63 - 1].
+    """
     if not (hasattr(source, "__len__") and hasattr(source, "__getitem__")):
         raise TypeError(
             f"A source must support len() and [] (a Sequence or a random-access data "
-            f"source), got {source!r} of type {type(source).__name__}."
+            f"source), got {validate.short_repr(source)} of type {type(source).__name__}."
         )
+    source_length(source)
     return source
+
+
+def source_length(source: Any) -> int:
+    """`len(source)`, refused with a message naming the source unless in [0, 2**63 - 1].
+
+    Examples:
+        >>> source_length(RangeDataSource(0, 10, 2))
+        5
+    """
+    return validate.check_length(source, f"the data source {function_name(source)}")
+
+
+def range_length(start: int, stop: int, step: int) -> int:
+    """`len(builtins.range(start, stop, step))`, refused past 2**63 - 1 positions.
+
+    Examples:
+        >>> range_length(0, 10, 3)
+        4
+        >>> range_length(-2**63, 2**63, 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: range(-9223372036854775808, 9223372036854775808, 1) has 18446744073709551616
+        elements; a dataset has at most 2**63 - 1 positions. Use a narrower range.
+    """
+    length = max(0, (stop - start + step + (-1 if step > 0 else 1)) // step)
+    if length > validate.INT64_MAX:
+        raise ValueError(
+            f"range({start}, {stop}, {step}) has {length} elements; a dataset has at most "
+            "2**63 - 1 positions. Use a narrower range."
+        )
+    return length
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -226,7 +278,7 @@ class ObjectDataset(Dataset[Any]):
     inputs: tuple[Dataset[Any], ...] = ()
 
     def __post_init__(self) -> None:
-        set_length(self, len(self.obj))
+        set_length(self, validate.check_length(self.obj, f"the dataset {self.describe_stage()}"))
 
     @property
     def parents(self) -> tuple[Dataset[Any], ...]:
@@ -235,7 +287,7 @@ class ObjectDataset(Dataset[Any]):
     def _get(self, index: int) -> Any:
         try:
             return self.obj[index]
-        except StopIteration as error:  # only that: other errors keep their own messages
+        except Exception as error:  # the user's class: keeps its type, gains a note
             validate.note_user_error(error, self.describe_stage(), f"position {index}")
             raise
 

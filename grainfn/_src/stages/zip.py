@@ -78,7 +78,13 @@ class ZippedDataset(Dataset[tuple[Any, ...]]):
         return self.components
 
     def _get(self, index: int) -> tuple[Any, ...]:
-        return self._get_many(np.array([index], dtype=np.int64))[0]
+        indices = np.array([index], dtype=np.int64)
+        try:
+            return self._get_many(indices)[0]
+        except Exception:  # read each component alone: its error names its position
+            for component in self.components:
+                component._get(int(zip_indices(indices, self.length, component.length)[0]))
+            raise
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         largest = int(indices.max())
