@@ -27,8 +27,8 @@ from grainfn._src.core.reading import elements as elements
 from grainfn._src.core.reading import from_dataset as from_dataset
 from grainfn._src.core.reading import iterate as iterate
 from grainfn._src.core.state import DatasetPosition as DatasetPosition
-from grainfn._src.core.state import state_from_dict as state_from_dict
-from grainfn._src.core.state import state_to_dict as state_to_dict
+from grainfn._src.core.state_codec import state_from_dict as state_from_dict
+from grainfn._src.core.state_codec import state_to_dict as state_to_dict
 from grainfn._src.core.stream import END as END
 from grainfn._src.core.stream import Stream as Stream
 from grainfn._src.lazy import lazy_attributes

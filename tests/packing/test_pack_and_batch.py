@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import grainfn as grain
 import grainfn.python
 from grainfn import fn
-from grainfn._src.core.state import state_to_dict
+from grainfn._src.core.state_codec import state_to_dict
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.packing.pack_and_batch import PackAndBatchState, pack_and_batch
 from grainfn.testing import assert_elements_equal, assert_resumable

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.checkpoint.files import StatefulIterator
-from grainfn._src.core.state import StateCodec, describe_value, state_to_dict
+from grainfn._src.core.state import describe_value
+from grainfn._src.core.state_codec import StateCodec, state_to_dict
 from grainfn._src.core.stream import Stream
 
 STATE, FINGERPRINT = "state", "fingerprint"

@@ -8,7 +8,7 @@ object a stage holds in a dataclass field (a `source(...)` stage holds its
 data source in one). `fingerprint` sums a file up by its size and a digest of
 its first and last 4 KiB: one open and one `fstat`, whatever the file's size.
 
-`grainfn._src.core.state.StateCodec` records the fingerprints once per
+`grainfn._src.core.state_codec.StateCodec` records the fingerprints once per
 iterator, in the saved state's `"files"`, and compares them on restore
 (`changed_files`).
 """

@@ -15,7 +15,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.blocks import BlockReader, BlockSizer
-from grainfn._src.core.dataset import INFINITE, Dataset, upstream_holes
+from grainfn._src.core.dataset import INFINITE, Dataset, read_many, upstream_holes
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
@@ -65,6 +65,9 @@ class FromDatasetStream(Stream[T]):
                 f"State field {where} is {state.position}, past the end of a dataset of length "
                 f"{self.dataset.length}; this state belongs to another pipeline."
             )
+
+    def most_delivered(self, state: records.DatasetPosition) -> int:
+        return state.position  # at most one element per position
 
     def describe_stage(self) -> str:
         nones = ", allow_nones=True" if self.allow_nones else ""
@@ -226,7 +229,7 @@ def elements(
     position = start
     while position < stop:
         end = min(stop, position + sizer.start())
-        block = ds._get_many(np.arange(position, end, dtype=np.int64))
+        block = read_many(ds, np.arange(position, end, dtype=np.int64))
         sizer.done()
         yield from (block if allow_nones else [e for e in block if e is not None])
         position = end

@@ -10,19 +10,11 @@ never holds data: only positions and counters, and, in a field named
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from grainfn._src.core import fingerprints as fingerprints_lib
-from grainfn._src.core.dataset import pipeline_lines
-
-if TYPE_CHECKING:
-    from grainfn._src.core.stream import Stream
-
-STATE_VERSION = 1
-"""The version of the dict form written by `to_dict`; `from_dict` reads only this one."""
-
+from grainfn._src.core import validate
 
 USER_STATE = "user_state"
 """The record field that holds a user iterator's own state: JSON data, kept as is."""
@@ -122,6 +114,26 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
             )
 
 
+def check_at_most(value: int, bound: int | None, path: str, name: str, what: str) -> None:
+    """Raises ValueError, naming the field, if counter `value` is past `bound` (None: no bound).
+
+    `what` says where the bound comes from.
+
+    Examples:
+        >>> check_at_most(12, 5, "parent", "taken", "the limit")
+        Traceback (most recent call last):
+        ...
+        ValueError: State field parent.taken is 12, but at most 5 fits the limit; this state \
+belongs to another pipeline, or was changed.
+    """
+    if bound is not None and value > bound:
+        where = f"{path}.{name}" if path else name
+        raise ValueError(
+            f"State field {where} is {value}, but at most {bound} fits {what}; this state "
+            "belongs to another pipeline, or was changed."
+        )
+
+
 def to_dict(state: Any) -> Any:
     """Turns a state record nest into JSON-able dicts, lists, ints and bools.
 
@@ -167,7 +179,7 @@ def from_dict(data: Any, path: str = "") -> Any:
         record = RECORDS.get(kind) if isinstance(kind, str) else None
         if record is None:
             raise ValueError(
-                f"State at {path or 'the top'} has an unknown kind {kind!r}; "
+                f"State at {path or 'the top'} has an unknown kind {validate.short_repr(kind)}; "
                 f"expected one of {sorted(RECORDS)}."
             )
         missing = [name for name in record._fields if name not in data]
@@ -265,125 +277,5 @@ def _is_nonnegative_int(value: Any) -> bool:
 
 
 def describe_value(value: Any) -> str:
-    """A short repr of `value` with its type, for error messages."""
-    text = repr(value)
-    if len(text) > 80:
-        text = text[:77] + "..."
-    return f"{text} ({type(value).__name__})"
-
-
-def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:
-    """The JSON-able form of `state`: versioned, and naming the pipeline it belongs to.
-
-    Examples:
-        >>> from grainfn import fn
-        >>> stream = fn.from_dataset(fn.range(3))
-        >>> saved = state_to_dict(stream, stream.init())
-        >>> saved["version"], saved["state"]
-        (1, {'kind': 'DatasetPosition', 'position': 0})
-        >>> saved["pipeline"]
-        ['from_dataset()', '  range(0, 3, 1)  [length 3]']
-    """
-    state = as_host(state)
-    stream.check_state(state)
-    return StateCodec(stream).encode(state)
-
-
-def state_from_dict(stream: Stream[Any], data: Any) -> Any:
-    """Rebuilds a state from `state_to_dict`'s form, refusing one of another pipeline or version.
-
-    Raises:
-        ValueError: naming the version, the first differing pipeline stage, or
-            the missing or mistyped field.
-    """
-    return StateCodec(stream).decode(data)
-
-
-class StateCodec:
-    """The dict form of one stream's states, with the pipeline description computed once.
-
-    A pipeline that reads files (ArrayRecord, Parquet, TFRecord) also records
-    a fingerprint of each in `"files"` (its size and a digest of its first and
-    last 4 KiB, see `grainfn._src.core.fingerprints`). They are taken on the
-    first `encode` (and again by a `decode` that checks them), so `encode`
-    reads no file after that.
-    `decode` refuses a state whose files have changed since it was saved; a
-    state without `"files"` (written before grainfn recorded them) is not checked.
-
-    Examples:
-        >>> from grainfn import fn
-        >>> codec = StateCodec(fn.from_dataset(fn.range(3)))
-        >>> codec.decode(codec.encode(fn.DatasetPosition(2)))
-        DatasetPosition(position=2)
-    """
-
-    def __init__(self, stream: Stream[Any]) -> None:
-        self.stream = stream
-        self.pipeline = pipeline_lines(stream)
-        self.files = fingerprints_lib.files_read(stream)
-        self._fingerprints: dict[str, str] | None = None
-
-    def fingerprints(self) -> dict[str, str]:
-        """The fingerprints of the pipeline's files, taken on the first call (not a copy)."""
-        if self._fingerprints is None:
-            self._fingerprints = fingerprints_lib.fingerprints(self.files)
-        return self._fingerprints
-
-    def encode(self, state: Any) -> dict[str, Any]:
-        """The dict form of a state of this stream (not checked: see `state_to_dict`)."""
-        data = {
-            "version": STATE_VERSION,
-            "pipeline": list(self.pipeline),
-            "state": to_dict(state),
-        }
-        if self.files:
-            data["files"] = dict(self.fingerprints())
-        return data
-
-    def decode(self, data: Any) -> Any:
-        """The state record of `data`, refusing one of another pipeline or version.
-
-        Also refused: a state whose `"files"` fingerprints differ from the
-        files' now (the message names the file and what changed).
-        """
-        if not isinstance(data, dict):
-            raise ValueError(f"A state dict is expected, got {type(data).__name__}.")
-        if "version" not in data and "pipeline" not in data:
-            raise ValueError(
-                f"This state was not written by grainfn (its keys are {sorted(map(str, data))}). "
-                "Pass a dict that get_state (or fn.state_to_dict) returned for this pipeline."
-            )
-        for key in ("version", "pipeline", "state"):
-            if key not in data:
-                raise ValueError(f"State dict is truncated: key {key!r} is missing.")
-        if data["version"] != STATE_VERSION:
-            raise ValueError(
-                f"State version {data['version']!r} is not supported: this grainfn reads "
-                f"version {STATE_VERSION}."
-            )
-        if data["pipeline"] != self.pipeline:
-            raise ValueError(_pipeline_difference(self.pipeline, data["pipeline"]))
-        if "files" in data:
-            current = fingerprints_lib.fingerprints(self.files)
-            problem = fingerprints_lib.changed_files(self.files, current, data["files"])
-            if problem is not None:
-                raise ValueError(problem)
-            self._fingerprints = current
-        state = from_dict(data["state"])
-        self.stream.check_state(state)
-        return state
-
-
-def _pipeline_difference(ours: list[str], theirs: Any) -> str:
-    if not isinstance(theirs, list):
-        return f"State dict field 'pipeline' must be a list of stage lines, got {theirs!r}."
-    for line, (mine, other) in enumerate(zip(ours, theirs)):
-        if mine != other:
-            return (
-                f"State belongs to another pipeline: stage line {line} is {other.strip()!r} in the "
-                f"state but {mine.strip()!r} here."
-            )
-    return (
-        f"State belongs to another pipeline: it describes {len(theirs)} stage lines, this "
-        f"pipeline has {len(ours)}."
-    )
+    """A short repr of `value` with its type, for error messages (see `validate.short_repr`)."""
+    return f"{validate.short_repr(value)} ({type(value).__name__})"

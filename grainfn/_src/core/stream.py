@@ -160,6 +160,17 @@ class Stream(Generic[T]):
         """Raises ValueError, naming the stage and field, unless `state` fits this stream."""
         raise NotImplementedError
 
+    def most_delivered(self, state: Any) -> int | None:
+        """The most elements this stream can have returned at `state` (a checked state).
+
+        None where the state sets no bound. A stage's own counters are checked
+        against its parent's bound (`grainfn._src.core.state.check_at_most`):
+        a counter past what the positions beneath it allow belongs to no run
+        of this pipeline (a Grain state's `index_for_rng` of 10**12 over
+        position 3, say), and would change the output silently.
+        """
+        return None
+
     def describe_stage(self) -> str:
         """One line naming this stage and its arguments, without its parents."""
         return type(self).__name__
@@ -188,6 +199,9 @@ class PassThroughStream(OneParentStream):
 
     def check_state(self, state: Any, path: str = "") -> None:
         self.parent.check_state(state, path)
+
+    def most_delivered(self, state: Any) -> int | None:
+        return self.parent.most_delivered(state)  # one element, or none, per parent element
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grainfn._src.core.state import StateCodec
+from grainfn._src.core.state import describe_value
+from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
 from grainfn._src.elastic.stream import ElasticState, ElasticStream
 from grainfn._src.parallel.prefetch import PrefetchedStream
@@ -90,7 +91,7 @@ class ElasticCodec:
                 components.append(codec.decode(shards[str(shard)]))
             except ValueError as error:
                 raise ValueError(f"Logical shard {shard}: {error}") from error
-        return ElasticState(data["step"], bool(data["stopped"]), tuple(components))
+        return ElasticState(data["step"], data["stopped"], tuple(components))
 
 
 def merge(saved: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
@@ -159,12 +160,34 @@ def check_form(data: Any, what: str) -> None:
         )
     if data["elastic"] != ELASTIC_VERSION:
         raise ValueError(
-            f"{what} has elastic state version {data['elastic']!r}; this grainfn reads "
+            f"{what} has elastic state version {describe_value(data['elastic'])}; this "
+            "grainfn reads "
             f"version {ELASTIC_VERSION}."
         )
     for key in (*_LAYOUT_KEYS, "step", "stopped", "shards"):
         if key not in data:
             raise ValueError(f"{what} is truncated: key {key!r} is missing.")
+    for key, least in (("global_batch_size", 1), ("num_logical_shards", 1), ("step", 0)):
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(
+                f"{what} holds {key}={describe_value(value)}; it must be an integer >= {least}."
+            )
+    if not isinstance(data["stopped"], bool):  # "no" or 0.5 would read as a stop
+        raise ValueError(
+            f"{what} holds stopped={describe_value(data['stopped'])}; it must be true or false."
+        )
+    shards = data["shards"]
+    count = data["num_logical_shards"]
+    if not isinstance(shards, dict) or not all(_is_shard(key, count) for key in shards):
+        raise ValueError(
+            f"{what} holds shards={describe_value(shards)}; it must map logical shard numbers "
+            f'("0" to "{count - 1}") to the states of those shards.'
+        )
+
+
+def _is_shard(key: Any, count: int) -> bool:
+    return isinstance(key, str) and key.isdecimal() and str(int(key)) == key and int(key) < count
 
 
 def _missing_shard(shard: int, count: int, files: list[Any]) -> str:

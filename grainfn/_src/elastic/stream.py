@@ -76,6 +76,13 @@ class ElasticStream(Stream[Any]):
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, ElasticState, self.describe_stage(), path)
         check_components(self.components, state.components, path)
+        rows = self.layout.rows_per_shard  # each step takes that many of every shard
+        bounds = [c.most_delivered(s) for c, s in zip(self.components, state.components)]
+        steps = min((b // rows for b in bounds if b is not None), default=None)
+        records.check_at_most(state.step, steps, path, "step", "the shards' states")
+
+    def most_delivered(self, state: ElasticState) -> int:
+        return state.step
 
     def describe_stage(self) -> str:
         layout = self.layout

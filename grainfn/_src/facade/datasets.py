@@ -312,9 +312,9 @@ class IterDataset(_Stages[T]):
             options = MultiprocessingOptions(num_workers=min(10, available_cores()))
         if not isinstance(options, MultiprocessingOptions):
             raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
-        buffer = options.per_worker_buffer_size
+        arguments = options.prefetch_arguments()
         stream = fn.mp_prefetch(
-            options.num_workers, self.core, buffer_per_worker=buffer, worker_init_fn=worker_init_fn
+            options.num_workers, self.core, worker_init_fn=worker_init_fn, **arguments
         )
         return _wrap_iter(stream)
 
@@ -355,7 +355,7 @@ def _wrap(value: Any) -> Any:
 def map_core(ds: Any, what: str) -> Dataset[Any]:
     """The core dataset of a MapDataset; a TypeError naming `what` for anything else."""
     if not isinstance(ds, MapDataset):
-        raise TypeError(f"{what} takes MapDatasets, got {ds!r} of type {type(ds).__name__}.")
+        raise TypeError(f"{what} takes MapDatasets, got {validate.short_repr(ds)}.")
     return ds.core
 
 
@@ -391,7 +391,7 @@ def _cores(datasets: Any, what: str) -> tuple[Dataset[Any], ...]:
 def _sequence(datasets: Any, what: str) -> Sequence[Any]:
     if isinstance(datasets, Sequence) and not isinstance(datasets, (str, bytes)):
         return datasets
-    raise TypeError(f"{what} takes a list of datasets, got {datasets!r}.")
+    raise TypeError(f"{what} takes a list of datasets, got {validate.short_repr(datasets)}.")
 
 
 def _indent(text: str) -> str:

@@ -154,9 +154,7 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
         host = host_stream(self._stream, layout)
         if self._workers is not None:
             host = with_workers(
-                host,
-                self._workers.num_workers,
-                buffer_per_worker=self._workers.per_worker_buffer_size,
+                host, self._workers.num_workers, **self._workers.prefetch_arguments()
             )
         # Timing and the pipeline graph go around the host stream: the same states.
         return instrumented(host), states.ElasticCodec(host)
@@ -268,11 +266,12 @@ class _GrainElasticIterator(CheckpointableIterator[Any]):
         if not isinstance(state, dict) or _GLOBAL_NEXT_INDEX not in state:
             raise ValueError(
                 f"An ElasticIterator over a MapDataset takes a state {{{_GLOBAL_NEXT_INDEX!r}: n}}"
-                f", got {state!r}."
+                f", got {validate.short_repr(state)}."
             )
         index = state[_GLOBAL_NEXT_INDEX]
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"{_GLOBAL_NEXT_INDEX} must be an integer >= 0, got {index!r}.")
+            got = validate.short_repr(index)
+            raise ValueError(f"{_GLOBAL_NEXT_INDEX} must be an integer >= 0, got {got}.")
         self.close()
         self._next_index = index
 

@@ -48,7 +48,7 @@ def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
     if not isinstance(last_seen, dict):
         raise ValueError(
             f"Grain's DataLoader state should map worker numbers to indices in "
-            f"'last_seen_indices', got {last_seen!r}."
+            f"'last_seen_indices', got {records.describe_value(last_seen)}."
         )
     if workers and last_worker < 0:  # no worker returned anything yet
         return 0
@@ -57,7 +57,8 @@ def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
     if isinstance(last, bool) or not isinstance(last, int):
         raise ValueError(
             f"Grain's DataLoader state has no index for worker {key} in 'last_seen_indices' "
-            f"({last_seen!r}): it is not the state of a DataLoader that returned records."
+            f"({records.describe_value(last_seen)}): "
+            "it is not the state of a DataLoader that returned records."
         )
     count, start = shard.shard_count, shard.shard_index
     taken, off = divmod(last + count - start, count)
@@ -151,6 +152,7 @@ def _integer(state: dict[str, Any], key: str, least: int = 0) -> int:
     value = state.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ValueError(
-            f"Grain's DataLoader state should hold an integer >= {least} in {key!r}, got {value!r}."
+            f"Grain's DataLoader state should hold an integer >= {least} in {key!r}, "
+            f"got {records.describe_value(value)}."
         )
     return value

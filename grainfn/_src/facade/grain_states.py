@@ -125,7 +125,7 @@ def _mixed(stream: MixedStream, state: Any, path: str) -> MixState:
     if isinstance(parents, dict) and stream.names is not None:  # a mix of named components
         parents = [parents.get(name) for name in stream.names]
     components = _each(stream.components, parents, path)
-    return MixState(_count(state, "index", path), bool(_field(state, "stop", path)), components)
+    return MixState(_count(state, "index", path), _flag(state, "stop", path), components)
 
 
 def _zipped(stream: ZippedStream, state: Any, path: str) -> ZipState:
@@ -135,7 +135,8 @@ def _zipped(stream: ZippedStream, state: Any, path: str) -> ZipState:
 def _each(streams: tuple[Stream[Any], ...], states: Any, path: str) -> tuple[Any, ...]:
     if not isinstance(states, list) or len(states) != len(streams):
         raise ValueError(
-            f"Grain's {path}.parents must list {len(streams)} component states, got {states!r}."
+            f"Grain's {path}.parents must list {len(streams)} component states, "
+            f"got {records.describe_value(states)}."
         )
     return tuple(
         from_grain(c, s, f"{path}.parents[{i}]") for i, (c, s) in enumerate(zip(streams, states))
@@ -173,15 +174,22 @@ def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
     if not lists or not len(datasets) == len(states) == len(exhausted) == stream.slots:
         raise ValueError(
             f"Grain's {path} must hold the datasets, states and `exhausted` flags of "
-            f"{stream.slots} slots, got {state!r}."
+            f"{stream.slots} slots, got {records.describe_value(state)}."
         )
+    flags = [_check_flag(ended, f"{path}.exhausted[{i}]") for i, ended in enumerate(exhausted)]
+    for i, dataset in enumerate(datasets):
+        where = f"{path}.iterators_in_use_indices[{i}]"
+        if _check_count(dataset, where) >= stream.count:
+            raise ValueError(
+                f"Grain's {where} is {dataset}, but this interleave has {stream.count} datasets."
+            )
     slots = tuple(
         InterleaveSlot(
             dataset,
-            bool(ended),
+            ended,
             from_grain(stream.stream_at(dataset), inner, f"{path}.iterators_in_use_states[{i}]"),
         )
-        for i, (dataset, inner, ended) in enumerate(zip(datasets, states, exhausted))
+        for i, (dataset, inner, ended) in enumerate(zip(datasets, states, flags))
     )
     slot = _count(state, "next_index_in_cycle", path)
     return InterleaveState(slot, _count(state, "next_index_in_datasets", path), slots)
@@ -217,14 +225,35 @@ _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
 def _field(state: Any, key: str, path: str) -> Any:
     if not isinstance(state, dict) or key not in state:
         raise ValueError(
-            f"Grain's {path} should hold {key!r} for this pipeline, got {state!r}: it is the "
+            f"Grain's {path} should hold {key!r} for this pipeline, "
+            f"got {records.describe_value(state)}: it is the "
             "state of another pipeline."
         )
     return state[key]
 
 
 def _count(state: Any, key: str, path: str) -> int:
-    value = _field(state, key, path)
+    return _check_count(_field(state, key, path), f"{path}.{key}")
+
+
+def _check_count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"Grain's {path}.{key} must be an integer >= 0, got {value!r}.")
+        raise ValueError(
+            f"Grain's {where} must be an integer >= 0, got {records.describe_value(value)}."
+        )
     return value
+
+
+def _flag(state: Any, key: str, path: str) -> bool:
+    return _check_flag(_field(state, key, path), f"{path}.{key}")
+
+
+def _check_flag(value: Any, where: str) -> bool:
+    # A bool, or 0 or 1 (Grain writes interleave's `exhausted` flags as ints); "false",
+    # 0.5 or -7 would otherwise read as a flag, and a flag that is set ends the data.
+    if type(value) not in (bool, int) or value not in (0, 1):
+        raise ValueError(
+            f"Grain's {where} must be true or false (or 1 or 0), got "
+            f"{records.describe_value(value)}."
+        )
+    return bool(value)

@@ -9,7 +9,7 @@ from grainfn._src.checkpoint import background
 from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
-from grainfn._src.core.state import StateCodec
+from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
 
 T = TypeVar("T")

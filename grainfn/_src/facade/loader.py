@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
+from grainfn._src.core.state import describe_value
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.loader.pipeline import check_operation, is_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
+from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.stages.sources import check_source
 from grainfn._src.transforms import Batch
 
@@ -40,6 +42,10 @@ class DataLoader:
             takes the sampler's own.
         read_options: Threads and read-ahead when reading waits (see ReadOptions).
         enable_profiling: Accepted for Grain compatibility; grainfn has no profiler.
+        worker_timeout: Seconds to wait for a worker's next answer before the
+            worker is killed and `next()` raises `WorkerError`; nothing is lost,
+            and the next `next()` reads on with a new worker. None waits as long
+            as the worker lives. Not in Grain (PyTorch's DataLoader `timeout`).
 
     Examples:
         >>> import grainfn as grain
@@ -63,6 +69,7 @@ class DataLoader:
         shard_options: ShardOptions | None = None,
         read_options: ReadOptions | None = None,
         enable_profiling: bool = False,
+        worker_timeout: float | None = None,
     ) -> None:
         self._data_source = check_source(data_source)
         if not callable(getattr(sampler, "__getitem__", None)):
@@ -82,6 +89,7 @@ class DataLoader:
             num_workers=count,
             per_worker_buffer_size=max(1, buffer),
             enable_profiling=bool(enable_profiling),
+            worker_timeout=check_worker_timeout(worker_timeout),
         )
         self._shard_options = _shard_options(shard_options, sampler)
         self._read_options = read_options or ReadOptions()
@@ -108,6 +116,7 @@ class DataLoader:
             self._shard_options,
             worker_count=self._multiprocessing_options.num_workers,
             worker_buffer_size=self._multiprocessing_options.per_worker_buffer_size,
+            worker_timeout=self._multiprocessing_options.worker_timeout,
             read_threads=options.threads,
             read_buffer=options.buffer,
             worker_init_fn=worker_init_fn,
@@ -197,6 +206,12 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 f"This is not a DataLoader state: get_state() of a DataLoader iterator gives JSON "
                 f"with the fields {[*LOADER_FIELDS, 'state']} (and more); got fields "
                 f"{sorted(data)}."
+            )
+        workers = data.get("worker_count", 0)  # informative: any worker count restores it
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise ValueError(
+                f"DataLoader state field 'worker_count' must be an integer >= 0, got "
+                f"{describe_value(workers)}."
             )
         for field in LOADER_FIELDS:
             if field not in data:

@@ -21,7 +21,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
-from grainfn._src.core.state import StateCodec
+from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import BaseCursor, Cursor
 from grainfn._src.device.put import put_on_device
 from grainfn._src.elastic.shards import logical_shard

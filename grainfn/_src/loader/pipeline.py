@@ -18,6 +18,7 @@ from typing import Any
 
 from grainfn import fn
 from grainfn._src import transforms
+from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
 from grainfn._src.loader import legacy
@@ -39,8 +40,12 @@ def loader_stream(
     read_threads: int = 0,
     read_buffer: int = 500,
     worker_init_fn: Callable[[int, int], Any] | None = None,
+    worker_timeout: float | None = None,
 ) -> Stream[Any]:
     """The stream of a DataLoader: shard `shard`'s records through `operations`.
+
+    `worker_count`, `worker_buffer_size`, `worker_init_fn` and `worker_timeout`
+    are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`.
 
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
@@ -67,6 +72,7 @@ def loader_stream(
             stream,
             buffer_per_worker=max(1, worker_buffer_size),
             worker_init_fn=worker_init_fn,
+            worker_timeout=worker_timeout,
         )
     return stream
 
@@ -131,7 +137,7 @@ def check_operation(operation: Any) -> Any:
         return operation
     raise TypeError(
         f"DataLoader operations must be Map, RandomMap, MapWithIndex, Filter, FlatMap or Batch "
-        f"transformations (grainfn.transforms), got {operation!r} of type "
+        f"transformations (grainfn.transforms), got {validate.short_repr(operation)} of type "
         f"{type(operation).__name__}. A function of the whole iterator cannot be checkpointed: "
         "write it as one of these."
     )

@@ -32,6 +32,15 @@ class LimitedStream(WrappingStream):
     count: int
     record = LimitState
 
+    def check_state(self, state: Any, path: str = "") -> None:
+        super().check_state(state, path)
+        records.check_at_most(state.taken, self.count, path, "taken", f"limit({self.count})")
+        bound = self.parent.most_delivered(state.parent)
+        records.check_at_most(state.taken, bound, path, "taken", "the parent's state")
+
+    def most_delivered(self, state: LimitState) -> int:
+        return state.taken
+
     def open(self, state: LimitState) -> Cursor:
         return _LimitCursor(self.parent.open(state.parent), state.taken, self.count)
 

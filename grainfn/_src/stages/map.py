@@ -193,6 +193,14 @@ class CountingStream(WrappingStream):
 
     record = CountState
 
+    def check_state(self, state: Any, path: str = "") -> None:
+        super().check_state(state, path)
+        bound = self.parent.most_delivered(state.parent)
+        records.check_at_most(state.seen, bound, path, "seen", "the parent's state")
+
+    def most_delivered(self, state: CountState) -> int:
+        return state.seen
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class RandomMappedStream(CountingStream):

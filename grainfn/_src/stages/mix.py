@@ -117,7 +117,7 @@ class SelectedDataset(_Selection):
     selection_map: Any
 
     def __post_init__(self) -> None:
-        set_length(self, len(self.selection_map))
+        set_length(self, validate.check_length(self.selection_map, "the selection_map"))
 
     def _get(self, index: int) -> Any:
         component, key = self._select(index)
@@ -131,22 +131,35 @@ class SelectedDataset(_Selection):
 
     def _select(self, index: int) -> tuple[int, int]:
         try:
-            component, key = self.selection_map[index]
-        except StopIteration as error:  # only that: other errors keep their own messages
+            pair = self.selection_map[index]
+        except Exception as error:  # the user's map: keeps its type, gains a note
             validate.note_user_error(error, self.describe_stage(), f"position {index}")
             raise
-        if not 0 <= component < len(self.components) or key < 0:
-            raise IndexError(
-                f"selection_map[{index}] returned ({component}, {key}); it must return "
-                f"(dataset index in [0, {len(self.components)}), index >= 0)."
-            )
-        return int(component), int(key)
+        try:
+            component, key = pair
+            if 0 <= component < len(self.components) and 0 <= key <= validate.INT64_MAX:
+                return operator.index(component), operator.index(key)
+        except (TypeError, ValueError):
+            pass
+        raise _bad_selection(pair, index, len(self.components))
 
     def describe_stage(self) -> str:
         return f"select_from_datasets({type(self.selection_map).__name__})"
 
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(*self._select(index))
+
+
+def _bad_selection(pair: Any, index: int, count: int) -> Exception:
+    """The error for a selection_map entry that is not a (dataset index, index) pair in range."""
+    allowed = f"(dataset index in [0, {count}), index in [0, 2**63 - 1])"
+    got = f"selection_map[{index}] returned {validate.short_repr(pair)}"
+    try:
+        component, key = pair
+        component, key = operator.index(component), operator.index(key)
+    except (TypeError, ValueError):
+        return TypeError(f"{got}; it must return a pair of integers {allowed}.")
+    return IndexError(f"{got}; it must return {allowed}.")
 
 
 @records.register
@@ -193,6 +206,13 @@ class MixedStream(Stream[Any]):
             )
         for i, (component, sub) in enumerate(zip(self.components, state.components)):
             component.check_state(sub, f"{where}[{i}]")
+        bounds = [c.most_delivered(s) for c, s in zip(self.components, state.components)]
+        if all(bound is not None for bound in bounds):  # the stop read one more position
+            bound = sum(b for b in bounds if b is not None) + int(state.stopped)
+            records.check_at_most(state.position, bound, path, "position", "its components' states")
+
+    def most_delivered(self, state: MixState) -> int:
+        return state.position
 
     def describe_stage(self) -> str:
         if self.names is not None:
@@ -324,6 +344,6 @@ def select_from_datasets(datasets: Sequence[Dataset[T]], selection_map: Any) -> 
     if not (hasattr(selection_map, "__len__") and hasattr(selection_map, "__getitem__")):
         raise TypeError(
             f"selection_map must support len() and [] returning (dataset index, index), "
-            f"got {selection_map!r}."
+            f"got {validate.short_repr(selection_map)}."
         )
     return SelectedDataset(components, selection_map)

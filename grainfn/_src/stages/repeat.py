@@ -66,6 +66,10 @@ class RepeatedStream(WrappingStream):
     num_epochs: int | None
     record = RepeatState
 
+    def check_state(self, state: Any, path: str = "") -> None:
+        super().check_state(state, path)
+        records.check_at_most(state.epoch, self.num_epochs, path, "epoch", self.describe_stage())
+
     def open(self, state: RepeatState) -> Cursor:
         return _RepeatCursor(self.parent, state.epoch, state.parent, self.num_epochs)
 

@@ -97,6 +97,13 @@ class WindowShuffledStream(OneParentStream):
                 f"{self.window_size} elements; this state belongs to another pipeline."
             )
         self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+        bound = self.parent.most_delivered(state.parent)  # its state at the window's start
+        if bound is not None:
+            windows = -(-bound // self.window_size)  # the last window may be short
+            records.check_at_most(state.window, windows, path, "window", "the parent's state")
+
+    def most_delivered(self, state: WindowShuffleState) -> int:
+        return state.window * self.window_size + state.emitted
 
     def describe_stage(self) -> str:
         return f"window_shuffle({self.window_size}, seed={self.seed})"
@@ -186,7 +193,7 @@ def window_shuffle(window_size: int, data: Data, *, seed: int | None = None) -> 
         >>> sorted(out[:4]), sorted(out[8:])
         ([0, 1, 2, 3], [8, 9])
     """
-    window_size = validate.check_positive_int(window_size, "window_size")
+    window_size = validate.check_positive_int(window_size, "window_size", validate.INT64_MAX)
     if isinstance(data, Stream):
         seed = op_seed(seed, data, "window_shuffle")
         return WindowShuffledStream(data, window_size, seed)

@@ -13,7 +13,7 @@ import numpy as np
 
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import as_stream, iterate
-from grainfn._src.core.state import state_from_dict, state_to_dict
+from grainfn._src.core.state_codec import state_from_dict, state_to_dict
 from grainfn._src.core.stream import END
 
 
