@@ -250,3 +250,34 @@ def test_random_map_seeds_past_32_bits_give_the_same_keys_in_both_modes() -> Non
     np.testing.assert_array_equal(narrow[0], jax.random.key_data(expected))
     with pytest.raises(TypeError, match="below 2\\*\\*64"):
         fn.to_jax(fn.random_map(lambda x, key: x, fn.range(3), seed=2**64))
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        (
+            np.arange(6, dtype=np.int32).reshape(3, 2),
+            np.arange(10, 16, dtype=np.int32).reshape(3, 2),
+        ),
+        [np.full((2, 3), i, dtype=np.float32) for i in range(4)],  # images of 2 rows each
+        [jnp.arange(3) * i for i in range(5)],
+    ],
+)
+def test_a_list_or_tuple_source_is_read_item_by_item_on_device_as_on_the_host(items: Any) -> None:
+    """`fn.source((xs, ys))` has 2 items, xs and ys, on both sides: never rows of both, and
+    item 2 of a list of 2-row images is image 2, not row 2 (which a gather would clamp)."""
+    ds = fn.source(items)
+    jds = fn.to_jax(ds)
+    positions = jnp.arange(len(items) * 2)  # the second epoch too
+    device = jax.jit(jds.get_many)(positions)
+    for position, element in zip(positions.tolist(), device):
+        np.testing.assert_array_equal(element, ds.get(position))
+    np.testing.assert_array_equal(jds.get(1), items[1])
+
+
+def test_a_tuple_of_arrays_of_other_shapes_is_refused_pointing_to_a_dict_source() -> None:
+    xs, ys = np.zeros((3, 2), np.int32), np.zeros(3, np.int32)
+    with pytest.raises(TypeError, match=r"one item per entry on the host.*pass a dict"):
+        fn.to_jax(fn.source((xs, ys)))
+    rows = fn.to_jax(fn.source({"x": xs, "y": ys}))  # what was meant: rows of both
+    assert jax.tree_util.tree_map(jnp.shape, rows.get(1)) == {"x": (2,), "y": ()}

@@ -156,7 +156,8 @@ class JaxDataset:
 def to_jax(ds: Dataset[Any]) -> JaxDataset:
     """Compiles a map-level pipeline into jax functions with the host's exact order.
 
-    Supported: `range`; `source` over a jax or numpy array, or a dict of them;
+    Supported: `range`; `source` over a jax or numpy array, a dict of them
+    (rows), or a list or tuple of arrays of one shape and dtype (items);
     then seed, shuffle, window_shuffle, slice, repeat, mix, concatenate,
     select_from_datasets, map and map_with_index (with jax-traceable
     functions), batch (every batch full: `drop_remainder=True`, or a length

@@ -38,7 +38,7 @@ def range_rule(c: Compiler, ds: RangeDataset, bound: int) -> Program:
 def source_rule(c: Compiler, ds: SourceDataset, bound: int) -> Program:
     import jax
 
-    tree = ds.source.tree if isinstance(ds.source, ArrayTree) else ds.source
+    tree = ds.source.tree if isinstance(ds.source, ArrayTree) else _items_array(ds)
     leaves, structure = jax.tree_util.tree_flatten(tree)
     places = [c.add(_device_array(leaf, ds)) for leaf in leaves]
 
@@ -46,6 +46,36 @@ def source_rule(c: Compiler, ds: SourceDataset, bound: int) -> Program:
         return jax.tree_util.tree_unflatten(structure, [arrays[i][at.offset] for i in places])
 
     return program
+
+
+def _items_array(ds: SourceDataset) -> Any:
+    """The source as one array whose rows are its items, as the host reads them.
+
+    An array is that already. A list or tuple is a sequence of items on the
+    host (`fn.source((xs, ys))` has 2 items, xs and ys, not rows of both), so
+    on device it is its items stacked, which needs arrays of one shape and
+    dtype; anything else is refused (rows of several arrays are a dict source).
+    """
+    source = ds.source
+    if not isinstance(source, (list, tuple)):
+        return source
+    items = [item for item in source if hasattr(item, "shape") and hasattr(item, "dtype")]
+    kinds = {(tuple(item.shape), np.dtype(item.dtype)) for item in items}
+    if not source or len(items) != len(source) or len(kinds) != 1:
+        found = sorted({_kind(item) for item in source})
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: a device source holds numeric arrays. "
+            f"A {type(source).__name__} source has one item per entry on the host, so on "
+            "device its entries must be arrays of one shape and dtype, stacked; got "
+            f"{', '.join(found)[:200] or 'no entries'}. For rows of several arrays, pass a dict: "
+            "fn.source({'x': xs, 'y': ys}); for one array, fn.source(jnp.asarray(data))."
+        )
+    return np.stack([np.asarray(item) for item in items])
+
+
+def _kind(item: Any) -> str:
+    shape = getattr(item, "shape", None)
+    return type(item).__name__ if shape is None else f"{type(item).__name__} of shape {shape}"
 
 
 def _device_array(leaf: Any, ds: SourceDataset) -> Any:
