@@ -281,3 +281,22 @@ def test_a_tuple_of_arrays_of_other_shapes_is_refused_pointing_to_a_dict_source(
         fn.to_jax(fn.source((xs, ys)))
     rows = fn.to_jax(fn.source({"x": xs, "y": ys}))  # what was meant: rows of both
     assert jax.tree_util.tree_map(jnp.shape, rows.get(1)) == {"x": (2,), "y": ()}
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        jnp.arange(6, dtype=jnp.bfloat16).reshape(3, 2),
+        np.arange(4, dtype=jnp.bfloat16),  # an ml_dtypes array: numpy calls its kind "V"
+        np.arange(5, dtype=np.uint8),
+        np.arange(-3, 3, dtype=np.int8),
+    ],
+)
+def test_bfloat16_and_small_integer_sources_run_on_device_in_their_dtype(array: Any) -> None:
+    ds = fn.source(array)
+    device = jax.jit(fn.to_jax(ds).get_many)(jnp.arange(len(array)))
+    assert device.dtype == np.asarray(array).dtype
+    for position in range(len(array)):
+        host = np.asarray(ds.get(position))
+        assert host.dtype == device.dtype
+        np.testing.assert_array_equal(np.asarray(device[position]), host)

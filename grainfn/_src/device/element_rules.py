@@ -82,7 +82,11 @@ def _device_array(leaf: Any, ds: SourceDataset) -> Any:
     import jax
 
     dtype = getattr(leaf, "dtype", None)
-    if not hasattr(leaf, "shape") or dtype is None or np.dtype(dtype).kind not in "biufc":
+    # jax's own test, not numpy's kind: bfloat16 and the other ml_dtypes are numbers to jax.
+    number = dtype is not None and (
+        jax.dtypes.issubdtype(dtype, np.number) or jax.dtypes.issubdtype(dtype, np.bool_)
+    )
+    if not hasattr(leaf, "shape") or not number:
         raise NotOnDeviceError(
             f"to_jax cannot run {ds.describe_stage()!r}: a device source holds numeric arrays "
             f"(a jax or numpy array, or a dict of them), got {type(leaf).__name__}. Pass "
