@@ -77,6 +77,7 @@ class StreamIterator(Iterator[T]):
         self._mark = state
         self._since_mark = 0
         self._reader: list[None] = [None]  # a token, taken by the `next()` that runs
+        self._recovering: tuple[Any, int] | None = None  # (mark, count) while one moves
         self._cursor: Cursor = stream.open(state)
         fragile = not self._cursor.atomic and reads_in_processes(self._cursor)
         self._mark_every = 1 if fragile else MARK_EVERY
@@ -170,9 +171,11 @@ class StreamIterator(Iterator[T]):
         the state is the mark, or a new cursor opened at the mark and stepped
         over the elements returned since (the same elements, read again here).
         """
-        if not self._since_mark:
-            return self._mark
-        cursor = _reopen(self.stream, self._mark, self._since_mark)
+        # A recovery the signal interrupted may have moved the mark but not yet the count.
+        mark, since_mark = self._recovering or (self._mark, self._since_mark)
+        if not since_mark:
+            return mark
+        cursor = _reopen(self.stream, mark, since_mark)
         try:
             return cursor.state()
         finally:
@@ -198,8 +201,12 @@ class StreamIterator(Iterator[T]):
 
     def _recover(self) -> Cursor:
         """A new cursor where the iterator stands, which replaces the broken one."""
-        cursor = _reopen(self.stream, self._mark, self._since_mark)
-        self._mark, self._since_mark = cursor.state(), 0
+        self._recovering = (self._mark, self._since_mark)
+        try:
+            cursor = _reopen(self.stream, self._mark, self._since_mark)
+            self._mark, self._since_mark = cursor.state(), 0
+        finally:
+            self._recovering = None
         self._cursor = cursor
         return cursor
 
