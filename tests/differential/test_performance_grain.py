@@ -37,6 +37,10 @@ PIPELINES = {
         [arrays(m, 0.5).to_iter_dataset(), arrays(m, 2.0).to_iter_dataset()], [1, 1]
     ),
     "too short to measure": lambda m: m.MapDataset.range(3).to_iter_dataset(),
+    # A MapDataset, as Grain's advanced tutorial passes one: workers from its elements.
+    "a MapDataset of 1 MB arrays": lambda m: arrays(m, 1.0),
+    "a batched MapDataset": lambda m: arrays(m, 0.25).batch(4),
+    "a MapDataset too short to measure": lambda m: m.MapDataset.range(3),
 }
 
 

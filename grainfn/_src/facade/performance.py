@@ -22,7 +22,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.datasets import IterDataset, iter_core
+from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 
 _logger = logging.getLogger("grainfn")
@@ -61,7 +61,7 @@ def element_bytes(element: Any) -> int:
 
 
 def pick_performance_config(
-    ds: IterDataset[Any],
+    ds: IterDataset[Any] | MapDataset[Any],
     *,
     ram_budget_mb: int | None,
     max_workers: int | None,
@@ -74,7 +74,9 @@ def pick_performance_config(
     `max_workers` (default: every core). Read-ahead: as many elements of the
     MapDatasets under `to_iter_dataset` as fit the budget shared between them,
     at most `max_buffer_size` (default 1000). When fewer than
-    `samples_to_check` elements can be read, the maxima are taken.
+    `samples_to_check` elements can be read, the maxima are taken. A
+    MapDataset (as Grain takes one) has no read-ahead under it: its workers
+    are sized from its own elements, and the buffer is the maximum.
 
     Examples:
         >>> import grainfn as grain
@@ -96,10 +98,19 @@ def pick_performance_config(
     if max_buffer_size is not None:
         validate.check_nonnegative_int(max_buffer_size, "max_buffer_size")
     workers = available_cores() if max_workers is None else max_workers
-    stream = iter_core(ds, "pick_performance_config")
+    if not isinstance(ds, (MapDataset, IterDataset)):
+        raise TypeError(
+            "pick_performance_config takes an IterDataset or a MapDataset, got "
+            f"{validate.short_repr(ds)} of type {type(ds).__name__}."
+        )
+    if isinstance(ds, MapDataset):
+        stream: Stream[Any] = FromDatasetStream(ds.core)
+        leaves = []  # no to_iter_dataset, so no read-ahead buffer to size
+    else:
+        stream = iter_core(ds, "pick_performance_config")
+        leaves = _read_streams(stream)
     element_mb = _average_mb([stream], samples)
     num_workers = workers if element_mb <= 0 else min(int(budget / element_mb), workers)
-    leaves = _read_streams(stream)
     buffer_cap = DEFAULT_MAX_BUFFER if max_buffer_size is None else max_buffer_size
     leaf_mb = _average_mb(leaves, samples)
     fitting = buffer_cap if leaf_mb <= 0 else int(budget / (leaf_mb * len(leaves)))
