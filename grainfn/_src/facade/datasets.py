@@ -28,6 +28,11 @@ _S = TypeVar("_S", bound="_Stages[Any]")
 class _Stages(SharedMemoryOutput, Generic[T]):
     """The stages MapDataset and IterDataset share: each builds a core value and wraps it."""
 
+    def __init__(self, parents: Any = ()) -> None:
+        """Grain's constructor, for subclasses that read by themselves (see the classes)."""
+        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
+        self._core: Any = None
+
     @property
     def core(self) -> Any:
         """The `grainfn.fn` value this dataset wraps."""
@@ -35,6 +40,18 @@ class _Stages(SharedMemoryOutput, Generic[T]):
 
     def _rewrap(self: _S, value: Any) -> _S:
         raise NotImplementedError
+
+    @property
+    def parents(self) -> tuple[Any, ...]:
+        """The datasets this one reads from."""
+        raise NotImplementedError
+
+    @property
+    def _parent(self) -> Any:
+        """The one parent: what a Grain subclass reads after `super().__init__(parent)`."""
+        if len(parents := self.parents) != 1:
+            raise AttributeError(f"{type(self).__qualname__} has {len(parents)} parents, not 1.")
+        return parents[0]
 
     def seed(self: _S, seed: int) -> _S:
         """Seeds every random stage downstream that has no seed of its own."""
@@ -118,11 +135,6 @@ class MapDataset(InPlaceSlicing, _Stages[T]):
 
     _core: Dataset[T] | None
 
-    def __init__(self, parents: Any = ()) -> None:
-        """Grain's constructor, for subclasses that define `__len__` and `__getitem__`."""
-        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
-        self._core = None
-
     # Factories.
 
     @staticmethod
@@ -171,12 +183,6 @@ class MapDataset(InPlaceSlicing, _Stages[T]):
         if self._parents:
             return self._parents
         return tuple(_wrap(parent) for parent in self.core.parents)
-
-    @property
-    def _parent(self) -> Any:
-        if len(parents := self.parents) != 1:
-            raise AttributeError(f"{type(self).__qualname__} has {len(parents)} parents, not 1.")
-        return parents[0]
 
     # Stages.
 
@@ -252,11 +258,6 @@ class IterDataset(_Stages[T]):
     """
 
     _core: Stream[T] | None
-
-    def __init__(self, parents: Any = ()) -> None:
-        """Grain's constructor, for subclasses that define `__iter__` themselves."""
-        self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
-        self._core = None
 
     @staticmethod
     def mix(

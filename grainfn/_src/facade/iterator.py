@@ -75,6 +75,15 @@ class DatasetIterator(CheckpointableIterator[T]):
         """Grain's constructor, for subclasses that implement the iterator themselves."""
         self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
 
+    @property
+    def _parent(self) -> Any:
+        """The one parent iterator: what a Grain subclass reads after `super().__init__(parent)`."""
+        if len(self._parents) != 1:
+            raise AttributeError(
+                f"{type(self).__qualname__} has {len(self._parents)} parent iterators, not 1."
+            )
+        return self._parents[0]
+
     @classmethod
     def over(cls, stream: Stream[T]) -> DatasetIterator[T]:
         """An iterator over a core stream, from its start.
