@@ -300,3 +300,52 @@ def test_bfloat16_and_small_integer_sources_run_on_device_in_their_dtype(array: 
         host = np.asarray(ds.get(position))
         assert host.dtype == device.dtype
         np.testing.assert_array_equal(np.asarray(device[position]), host)
+
+
+@contextlib.contextmanager
+def prng_impl(name: str) -> Any:
+    """jax's default PRNG set to `name` inside the block, as a user's config would set it."""
+    previous = jax.config.jax_default_prng_impl
+    jax.config.update("jax_default_prng_impl", name)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_default_prng_impl", previous)
+
+
+@pytest.mark.parametrize("impl", ["rbg"])
+def test_random_map_honours_jax_default_prng_impl(impl: str) -> None:
+    """With jax_default_prng_impl set, random_map's keys are that implementation's (they
+    were wrapped as threefry key data and failed with jax's raw key-shape error)."""
+    seed = 2**40 + 7  # past 32 bits: the high word still counts
+    kinds: list[str] = []
+
+    def draw(x: Any, key: Any) -> Any:
+        kinds.append(str(jax.random.key_impl(key)))
+        return x + jax.random.uniform(key), jax.random.key_data(key)
+
+    with prng_impl(impl):
+        ds = fn.random_map(draw, fn.shuffle(fn.range(6), seed=1), seed=seed)
+        values, keys = jax.jit(fn.to_jax(ds).get_many)(jnp.arange(12))
+        again, _ = fn.to_jax(ds).get_many(jnp.arange(12))
+        with jax.enable_x64(True):
+            _, wide_keys = fn.to_jax(ds).get_many(jnp.arange(12))
+        other_seed = fn.random_map(draw, fn.shuffle(fn.range(6), seed=1), seed=seed - 2**40)
+        _, other_keys = fn.to_jax(other_seed).get_many(jnp.arange(12))
+    assert set(kinds) == {impl}
+    np.testing.assert_array_equal(values, again)  # the position and seed alone decide
+    np.testing.assert_array_equal(keys, wide_keys)  # the same keys in both integer modes
+    assert not np.array_equal(keys, other_keys)  # the seed's high word counts
+    assert len({tuple(k) for k in np.asarray(keys).reshape(12, -1).tolist()}) == 12
+
+
+def test_random_map_refuses_unsafe_rbg_naming_the_setting() -> None:
+    ds = fn.random_map(lambda x, key: x + jax.random.uniform(key), fn.range(3), seed=1)
+    with (
+        prng_impl("unsafe_rbg"),
+        pytest.raises(TypeError, match="jax_default_prng_impl='unsafe_rbg'"),
+    ):
+        fn.to_jax(ds)
+    jds = fn.to_jax(ds)  # compiled under threefry; then the setting changes
+    with prng_impl("unsafe_rbg"), pytest.raises(TypeError, match="Set jax_default_prng_impl"):
+        jds.get_many(jnp.arange(3))

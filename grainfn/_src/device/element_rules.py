@@ -126,6 +126,7 @@ def random_map_rule(c: Compiler, ds: RandomMappedDataset, bound: int) -> Program
             f"to_jax cannot run {ds.describe_stage()!r}: a jax.random key holds a seed "
             "below 2**64. Give random_map a smaller seed."
         )
+    check_prng_impl(ds.describe_stage())
     parent, fn, stage, seed = c.compile(ds.parent, bound), ds.fn, ds.describe_stage(), ds.seed
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
@@ -150,16 +151,48 @@ def element_key(seed: int, at: Split) -> Any:
     return jax.random.fold_in(key, offset.astype(np.uint32))
 
 
+HONOURED_PRNG_IMPLS = ("threefry2x32", "rbg")
+"""The `jax_default_prng_impl` settings whose keys random_map honours: the same keys in both
+integer modes. (unsafe_rbg's `fold_in` gives other keys with 64-bit integers.)"""
+
+
+def default_prng_impl() -> str:
+    """The `jax_default_prng_impl` setting jax has now."""
+    import jax
+
+    return str(jax.config.jax_default_prng_impl)  # type: ignore[attr-defined]
+
+
+def check_prng_impl(stage: str) -> None:
+    """Refuses, naming the setting, a `jax_default_prng_impl` whose keys would not be exact."""
+    impl = default_prng_impl()
+    if impl not in HONOURED_PRNG_IMPLS:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {stage!r} with jax_default_prng_impl={impl!r}: its keys "
+            "folded with a position differ between 32- and 64-bit integers, so the draws "
+            f"would depend on jax_enable_x64. Set jax_default_prng_impl to one of "
+            f"{list(HONOURED_PRNG_IMPLS)}."
+        )
+
+
 def seed_key(seed: int) -> Any:
     """`jax.random.key(seed)` as jax computes it with 64-bit integers, in both modes.
 
-    The key of the seed's high and low 32-bit words: `jax.random.key` in
-    32-bit mode would drop the high word of a seed past 2**32.
+    With jax's default PRNG (threefry2x32), the key of the seed's high and low
+    32-bit words: `jax.random.key` in 32-bit mode would drop the high word of
+    a seed past 2**32. With `jax_default_prng_impl='rbg'`, rbg's key of the
+    low word, folded with the high word: the setting is honoured, and the key
+    still depends on the whole seed, the same in both modes.
     """
     import jax
 
+    impl = default_prng_impl()
+    check_prng_impl("random_map")  # the setting may have changed since to_jax
+    if impl != "threefry2x32":
+        key = jax.random.key(seed & 0xFFFFFFFF, impl=impl)
+        return jax.random.fold_in(key, np.uint32(seed >> 32))
     words = jax.numpy.asarray([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
-    return jax.random.wrap_key_data(words)
+    return jax.random.wrap_key_data(words, impl="threefry2x32")
 
 
 def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:
