@@ -349,3 +349,14 @@ def test_random_map_refuses_unsafe_rbg_naming_the_setting() -> None:
     jds = fn.to_jax(ds)  # compiled under threefry; then the setting changes
     with prng_impl("unsafe_rbg"), pytest.raises(TypeError, match="Set jax_default_prng_impl"):
         jds.get_many(jnp.arange(3))
+
+
+def test_state_to_dict_takes_the_dataset_as_iterate_does() -> None:
+    ds = fn.batch(2, fn.shuffle(fn.range(8), seed=4))
+    jds = fn.to_jax(ds)
+    _, state = jax.jit(jds.step)(jds.init())
+    saved = fn.state_to_dict(ds, state)  # the dataset stands for fn.from_dataset(ds)
+    assert saved == fn.state_to_dict(jds.stream, state)
+    assert fn.state_from_dict(ds, saved) == DatasetPosition(1)
+    host = fn.iterate(ds, fn.state_from_dict(ds, saved))
+    np.testing.assert_array_equal(next(host), ds.get(1))

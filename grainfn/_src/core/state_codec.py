@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grainfn._src.core import fingerprints as fingerprints_lib
-from grainfn._src.core.dataset import pipeline_lines
+from grainfn._src.core.dataset import Dataset, pipeline_lines
+from grainfn._src.core.reading import as_stream
 from grainfn._src.core.state import as_host, from_dict, to_dict
 from grainfn._src.core.validate import short_repr
 
@@ -21,8 +22,10 @@ STATE_VERSION = 1
 """The version of the dict form `StateCodec` writes; it reads only this one."""
 
 
-def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:
+def state_to_dict(stream: Stream[Any] | Dataset[Any], state: Any) -> dict[str, Any]:
     """The JSON-able form of `state`: versioned, and naming the pipeline it belongs to.
+
+    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it.
 
     Examples:
         >>> from grainfn import fn
@@ -32,20 +35,25 @@ def state_to_dict(stream: Stream[Any], state: Any) -> dict[str, Any]:
         (1, {'kind': 'DatasetPosition', 'position': 0})
         >>> saved["pipeline"]
         ['from_dataset()', '  range(0, 3, 1)  [length 3]']
+        >>> state_to_dict(fn.range(3), stream.init()) == saved
+        True
     """
+    stream = as_stream(stream, "state_to_dict")
     state = as_host(state)
     stream.check_state(state)
     return StateCodec(stream).encode(state)
 
 
-def state_from_dict(stream: Stream[Any], data: Any) -> Any:
+def state_from_dict(stream: Stream[Any] | Dataset[Any], data: Any) -> Any:
     """Rebuilds a state from `state_to_dict`'s form, refusing one of another pipeline or version.
+
+    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it.
 
     Raises:
         ValueError: naming the version, the first differing pipeline stage, or
             the missing or mistyped field.
     """
-    return StateCodec(stream).decode(data)
+    return StateCodec(as_stream(stream, "state_from_dict")).decode(data)
 
 
 class StateCodec:
