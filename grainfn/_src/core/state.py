@@ -10,7 +10,7 @@ never holds data: only positions and counters, and, in a field named
 from __future__ import annotations
 
 import operator
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -267,6 +267,16 @@ def _same_definition(a: type, b: type) -> bool:
     # A module executed twice (pytest's importlib mode runs doctests this way) defines
     # its records again; those are the same record, not a clash.
     return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+def is_saved_count(value: Any, least: int = 0) -> TypeGuard[int]:
+    """Whether `value` is a count as a saved (JSON) state holds one: an int >= `least`, no bool.
+
+    Examples:
+        >>> is_saved_count(3), is_saved_count(True), is_saved_count(3.0), is_saved_count(0, 1)
+        (True, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def _is_nonnegative_int(value: Any) -> bool:

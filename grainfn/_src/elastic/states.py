@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grainfn._src.core.state import describe_value
+from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
 from grainfn._src.elastic.stream import ElasticState, ElasticStream
@@ -169,7 +169,7 @@ def check_form(data: Any, what: str) -> None:
             raise ValueError(f"{what} is truncated: key {key!r} is missing.")
     for key, least in (("global_batch_size", 1), ("num_logical_shards", 1), ("step", 0)):
         value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        if not is_saved_count(value, least):
             raise ValueError(
                 f"{what} holds {key}={describe_value(value)}; it must be an integer >= {least}."
             )

@@ -25,6 +25,7 @@ from grainfn._src.core.dataset import upstream_holes
 from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.state import is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.elastic import states
 from grainfn._src.elastic.layout import Layout
@@ -269,7 +270,7 @@ class _GrainElasticIterator(CheckpointableIterator[Any]):
                 f", got {validate.short_repr(state)}."
             )
         index = state[_GLOBAL_NEXT_INDEX]
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_saved_count(index):
             got = validate.short_repr(index)
             raise ValueError(f"{_GLOBAL_NEXT_INDEX} must be an integer >= 0, got {got}.")
         self.close()

@@ -150,7 +150,7 @@ def _refused(stage: Any, one_to_one: bool) -> ValueError:
 
 def _integer(state: dict[str, Any], key: str, least: int = 0) -> int:
     value = state.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if not records.is_saved_count(value, least):
         raise ValueError(
             f"Grain's DataLoader state should hold an integer >= {least} in {key!r}, "
             f"got {records.describe_value(value)}."

@@ -237,7 +237,7 @@ def _count(state: Any, key: str, path: str) -> int:
 
 
 def _check_count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not records.is_saved_count(value):
         raise ValueError(
             f"Grain's {where} must be an integer >= 0, got {records.describe_value(value)}."
         )

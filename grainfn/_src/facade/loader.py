@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.core.state import describe_value
+from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
@@ -208,7 +208,7 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 f"{sorted(data)}."
             )
         workers = data.get("worker_count", 0)  # informative: any worker count restores it
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        if not is_saved_count(workers):
             raise ValueError(
                 f"DataLoader state field 'worker_count' must be an integer >= 0, got "
                 f"{describe_value(workers)}."
