@@ -5,6 +5,7 @@ Also: states that went through jit are accepted by every host state API.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -114,3 +115,64 @@ def test_states_out_of_jit_work_with_every_host_state_api() -> None:
     mixed.check_state(jitted)  # the stream's own check takes it too
     with pytest.raises(ValueError, match="stopped must be a bool"):
         fn.state_to_dict(mixed, mixed.init()._replace(stopped=np.array([True, False])))
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def scan(jds: Any, state: Any, steps: int) -> Any:
+    def body(state: Any, _: Any) -> Any:
+        element, state = jds.step(state)
+        return state, element
+
+    return jax.lax.scan(body, state, None, length=steps)
+
+
+def scan_from(ds: Any, start: int, steps: int) -> None:
+    """A jitted scan of `step` from host position `start` equals the host, states included."""
+    jds = fn.to_jax(ds)  # the same dataset again: the compiled scan is reused
+    after, elements = scan(jds, jds.device_state(fn.DatasetPosition(start)), steps)
+    host = ds.get_many(list(range(start, start + steps)))
+    np.testing.assert_array_equal(np.asarray(elements), np.asarray(host))
+    assert jds.host_state(after) == fn.DatasetPosition(start + steps)
+    iterator = fn.iterate(jds, jds.device_state(fn.DatasetPosition(start)))
+    np.testing.assert_array_equal(np.asarray([next(iterator) for _ in range(steps)]), host)
+    assert fn.state_to_dict(jds, iterator.state) == fn.state_to_dict(jds, after)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("start", [2**31 - 3, 2**32 - 3])
+def test_steps_across_2_to_the_31_and_32_are_exact(x64: bool, start: int) -> None:
+    # The issue's scan: int32 positions wrapped to -2**31 past 2**31 - 1, and past
+    # 2**32 steps the device read epoch 0 again.
+    with jax.enable_x64(x64):
+        scan_from(fn.shuffle(fn.range(1000), seed=2), start, 6)
+        scan_from(fn.batch(4, fn.repeat(None, fn.shuffle(fn.range(10), seed=3))), start, 6)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_an_endless_language_model_mix_runs_exactly_in_both_modes(x64: bool) -> None:
+    corpora = [fn.shuffle(fn.range(n), seed=n) for n in (1000, 300, 70)]
+    lm = fn.batch(8, fn.mix([fn.repeat(None, c) for c in corpora], [0.6, 0.3, 0.1]))
+    with jax.enable_x64(x64):
+        for start in (0, 2**31 - 2, 2**33 + 5, 2**40):
+            scan_from(lm, start, 4)
+
+
+def test_a_range_past_int32_is_exact_by_position_and_refused_by_step() -> None:
+    jds = fn.to_jax(fn.range(2**31 + 5))
+    np.testing.assert_array_equal(jds.get_many([0, TOP32]), [0, TOP32])
+    with pytest.raises(OverflowError, match=r"step cannot be exact.*its values reach 2147483652"):
+        jds.init()
+    with pytest.raises(OverflowError, match="get_many is exact"):
+        jds.step(fn.EpochPosition(0, 0))
+    with jax.enable_x64(True):
+        scan_from(fn.range(2**31 + 5), 2**31 - 2, 3)
+        scan_from(fn.range(2**31 + 5), 2**31 + 4, 3)  # into epoch 1
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_wide_arithmetic_splits_by_lengths_past_32_bits(x64: bool) -> None:
+    # A finite stage longer than 2**32: its offsets are pairs of words in 32-bit mode.
+    long = fn.repeat(3000, fn.shuffle(fn.range(2_000_000), seed=5))  # 6e9 positions
+    with jax.enable_x64(x64):
+        assert_device_equals_host(fn.batch(2, long), [0, 2**31 - 1])
+        scan_from(long, 6 * 10**9 - 2, 4)  # across the end of its epoch 0

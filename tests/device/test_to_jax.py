@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grainfn import fn, testing
-from grainfn.fn import DatasetPosition
+from grainfn.fn import DatasetPosition, EpochPosition
 
 MODES = {"32-bit": contextlib.nullcontext, "64-bit": lambda: jax.enable_x64(True)}
 
@@ -30,9 +30,9 @@ def assert_same_elements(device: Any, host: list[Any]) -> None:
 
 
 def exact_mode(ds: Any) -> Any:
-    """The integer mode `to_jax(ds)` runs in: 32-bit, or 64-bit where 32 bits are refused."""
+    """The integer mode `to_jax(ds).step` runs in: 32-bit, or 64-bit where 32 bits are refused."""
     try:
-        fn.to_jax(ds)
+        fn.to_jax(ds).init()
     except OverflowError:
         return jax.enable_x64(True)
     return contextlib.nullcontext()
@@ -77,22 +77,23 @@ def test_a_scan_over_step_equals_host_iteration(ds: Any) -> None:
 
 
 def scan_equals_host_iteration(ds: Any) -> None:
+    """A scan of `step` reads the host twin, the dataset repeated, across epoch boundaries."""
     jds = fn.to_jax(ds)
-    steps = min(ds.length, 30)
+    steps = 2 * ds.length + 3 if ds.length <= 12 else 30
 
     @jax.jit
-    def run(state: DatasetPosition) -> tuple[DatasetPosition, Any]:
-        def body(state: DatasetPosition, _: Any) -> tuple[DatasetPosition, Any]:
+    def run(state: EpochPosition) -> tuple[EpochPosition, Any]:
+        def body(state: EpochPosition, _: Any) -> tuple[EpochPosition, Any]:
             element, state = jds.step(state)
             return state, element
 
         return jax.lax.scan(body, state, None, length=steps)
 
     state, elements = run(jds.init())
-    iterator = fn.iterate(ds)
+    iterator = fn.iterate(jds)  # fn.from_dataset(fn.repeat(None, ds))
     host = [next(iterator) for _ in range(steps)]
     assert_same_elements(elements, host)
-    assert fn.state_to_dict(jds.stream, state) == fn.state_to_dict(jds.stream, iterator.state)
+    assert fn.state_to_dict(jds, state) == fn.state_to_dict(jds, iterator.state)
 
 
 @settings(max_examples=10, deadline=None)
@@ -103,24 +104,22 @@ def test_states_move_host_to_device_to_host_at_any_position(ds: Any, data: Any) 
 
 
 def states_round_trip(ds: Any, data: Any) -> None:
+    """Host dict -> device state -> a step -> dict -> the host goes on, in any epoch."""
     jds = fn.to_jax(ds)
-    stream = fn.from_dataset(ds)
-    position = data.draw(st.integers(0, min(ds.length, 200) - 1))
-    iterator = fn.iterate(stream)
-    for _ in range(position):
-        next(iterator)
-    saved = fn.state_to_dict(stream, iterator.state)  # host -> dict
-    restored = fn.state_from_dict(jds.stream, saved)  # dict -> a state the device steps
+    epoch = data.draw(st.sampled_from([0, 1, 5])) if ds.length < 2**40 else 0
+    position = epoch * ds.length + data.draw(st.integers(0, min(ds.length, 200) - 1))
+    iterator = fn.iterate(jds.stream, DatasetPosition(position))  # the dataset, repeated
+    saved = fn.state_to_dict(jds.stream, iterator.state)  # host -> dict
+    restored = fn.state_from_dict(jds, saved)  # dict -> a state the device steps
+    assert isinstance(restored, EpochPosition)
     element, device_state = jax.jit(jds.step)(restored)
     assert_same_elements(jax.tree_util.tree_map(lambda x: x[None], element), [next(iterator)])
-    assert fn.state_to_dict(stream, device_state) == fn.state_to_dict(stream, iterator.state)
-    if position + 1 == ds.length:
-        assert fn.from_dataset(ds).step(device_state)[0] is fn.END
-        return
+    assert fn.state_to_dict(jds, device_state) == fn.state_to_dict(jds.stream, iterator.state)
     # ... and the host carries on from the device's state.
+    following, _ = jds.step(device_state)
     assert_same_elements(
-        jax.tree_util.tree_map(lambda x: x[None], jds.get(device_state.position)),
-        [fn.from_dataset(ds).step(device_state)[0]],
+        jax.tree_util.tree_map(lambda x: x[None], following),
+        [next(fn.iterate(jds, device_state))],
     )
 
 
@@ -130,7 +129,7 @@ def test_fori_loop_vmap_and_a_dataset_passed_into_jit() -> None:
 
     @jax.jit
     def total(jds: Any, steps: int) -> Any:
-        def body(_: int, carry: tuple[Any, DatasetPosition]) -> tuple[Any, DatasetPosition]:
+        def body(_: int, carry: tuple[Any, EpochPosition]) -> tuple[Any, EpochPosition]:
             acc, state = carry
             batch, state = jds.step(state)
             return acc + batch.sum(), state
@@ -139,7 +138,7 @@ def test_fori_loop_vmap_and_a_dataset_passed_into_jit() -> None:
 
     acc, state = total(jds, 10)
     assert float(acc) == sum(range(40))  # one epoch: every element once
-    assert int(state.position) == 10
+    assert (int(state.epoch), int(state.offset)) == (1, 0)  # the 10 batches of epoch 0
     positions = jnp.array([0, 3, 17, 12345])
     np.testing.assert_array_equal(jax.vmap(jds.get)(positions), jds.get_many(positions))
     np.testing.assert_array_equal(jds.get_many(positions.reshape(2, 2))[1, 1], jds.get(12345))
@@ -158,7 +157,7 @@ def test_random_map_draws_depend_on_seed_and_position_alone() -> None:
     def noisy(x: Any, key: Any) -> Any:
         return x + jax.random.randint(key, (), 0, 10**6, dtype=jnp.int32)
 
-    ds = fn.random_map(noisy, fn.shuffle(fn.range(10), seed=2), seed=9)
+    ds = fn.random_map(noisy, fn.shuffle(fn.range(10), seed=2), seed=9, rng="jax")
     jds = fn.to_jax(ds)
     positions = jnp.arange(25)
     many = jax.jit(jds.get_many)(positions)
@@ -223,8 +222,10 @@ def test_positions_are_checked_outside_jit() -> None:
         jds.get_many([0, -1])
     with pytest.raises(TypeError, match="positions must be integers, got dtype float"):
         jds.get_many(np.array([0.5]))
-    with pytest.raises(TypeError, match="step takes the DatasetPosition"):
+    with pytest.raises(TypeError, match="step takes the EpochPosition"):
         jds.step(3)
+    with pytest.raises(ValueError, match=r"field offset is 5; it must be an integer in \[0, 4\]"):
+        jds.step(EpochPosition(0, 5))
     with jax.enable_x64(True), pytest.raises(ValueError, match=r"call fn\.to_jax again"):
         jds.get_many([0])
 
@@ -240,7 +241,9 @@ def test_a_map_dataset_of_the_grain_api_compiles_too() -> None:
 
 
 def test_random_map_seeds_past_32_bits_give_the_same_keys_in_both_modes() -> None:
-    ds = fn.random_map(lambda x, key: jax.random.key_data(key), fn.range(3), seed=893247023984)
+    ds = fn.random_map(
+        lambda x, key: jax.random.key_data(key), fn.range(3), seed=893247023984, rng="jax"
+    )
     narrow = fn.to_jax(ds).get_many(jnp.arange(3))
     with jax.enable_x64(True):
         np.testing.assert_array_equal(fn.to_jax(ds).get_many(jnp.arange(3)), narrow)
@@ -248,8 +251,8 @@ def test_random_map_seeds_past_32_bits_give_the_same_keys_in_both_modes() -> Non
     for word in (0, 0):
         expected = jax.random.fold_in(expected, word)
     np.testing.assert_array_equal(narrow[0], jax.random.key_data(expected))
-    with pytest.raises(TypeError, match="below 2\\*\\*64"):
-        fn.to_jax(fn.random_map(lambda x, key: x, fn.range(3), seed=2**64))
+    with pytest.raises(ValueError, match="random_map seed"):
+        fn.random_map(lambda x, key: x, fn.range(3), seed=2**64, rng="jax")
 
 
 @pytest.mark.parametrize(
@@ -325,12 +328,14 @@ def test_random_map_honours_jax_default_prng_impl(impl: str) -> None:
         return x + jax.random.uniform(key), jax.random.key_data(key)
 
     with prng_impl(impl):
-        ds = fn.random_map(draw, fn.shuffle(fn.range(6), seed=1), seed=seed)
+        ds = fn.random_map(draw, fn.shuffle(fn.range(6), seed=1), seed=seed, rng="jax")
         values, keys = jax.jit(fn.to_jax(ds).get_many)(jnp.arange(12))
         again, _ = fn.to_jax(ds).get_many(jnp.arange(12))
         with jax.enable_x64(True):
             _, wide_keys = fn.to_jax(ds).get_many(jnp.arange(12))
-        other_seed = fn.random_map(draw, fn.shuffle(fn.range(6), seed=1), seed=seed - 2**40)
+        other_seed = fn.random_map(
+            draw, fn.shuffle(fn.range(6), seed=1), seed=seed - 2**40, rng="jax"
+        )
         _, other_keys = fn.to_jax(other_seed).get_many(jnp.arange(12))
     assert set(kinds) == {impl}
     np.testing.assert_array_equal(values, again)  # the position and seed alone decide
@@ -340,23 +345,37 @@ def test_random_map_honours_jax_default_prng_impl(impl: str) -> None:
 
 
 def test_random_map_refuses_unsafe_rbg_naming_the_setting() -> None:
-    ds = fn.random_map(lambda x, key: x + jax.random.uniform(key), fn.range(3), seed=1)
+    def noisy(x: Any, key: Any) -> Any:
+        return x + jax.random.uniform(key)
+
+    ds = fn.random_map(noisy, fn.range(3), seed=1, rng="jax")
     with (
         prng_impl("unsafe_rbg"),
         pytest.raises(TypeError, match="jax_default_prng_impl='unsafe_rbg'"),
     ):
         fn.to_jax(ds)
+    with prng_impl("unsafe_rbg"), pytest.raises(TypeError, match="Set jax_default_prng_impl"):
+        fn.random_map(noisy, fn.range(3), seed=1, rng="jax")
     jds = fn.to_jax(ds)  # compiled under threefry; then the setting changes
     with prng_impl("unsafe_rbg"), pytest.raises(TypeError, match="Set jax_default_prng_impl"):
         jds.get_many(jnp.arange(3))
 
 
-def test_state_to_dict_takes_the_dataset_as_iterate_does() -> None:
+def test_state_functions_take_the_to_jax_value_and_its_states_in_any_epoch() -> None:
     ds = fn.batch(2, fn.shuffle(fn.range(8), seed=4))
     jds = fn.to_jax(ds)
-    _, state = jax.jit(jds.step)(jds.init())
-    saved = fn.state_to_dict(ds, state)  # the dataset stands for fn.from_dataset(ds)
-    assert saved == fn.state_to_dict(jds.stream, state)
-    assert fn.state_from_dict(ds, saved) == DatasetPosition(1)
-    host = fn.iterate(ds, fn.state_from_dict(ds, saved))
-    np.testing.assert_array_equal(next(host), ds.get(1))
+    state = jds.device_state(DatasetPosition(4 * 21 + 1))  # epoch 21 of 4 batches
+    assert (int(state.epoch), int(state.offset)) == (21, 1)
+    _, state = jax.jit(jds.step)(state)
+    saved = fn.state_to_dict(jds, state)  # the host twin's dict: the dataset repeated
+    assert saved == fn.state_to_dict(fn.repeat(None, ds), DatasetPosition(86))
+    assert jds.host_state(fn.state_from_dict(jds, saved)) == DatasetPosition(86)
+    np.testing.assert_array_equal(next(fn.iterate(jds, state)), ds.get(86))
+    # Orbax restores a NamedTuple without a target as a dict of its fields.
+    restored = {"epoch": np.int32(21), "offset": np.int32(2)}
+    assert jds.host_state(restored) == DatasetPosition(86)
+    # A device state given to the unrepeated dataset says what to pass instead.
+    with pytest.raises(TypeError, match=r"Pass the to_jax value.*fn\.state_to_dict\(jds, state\)"):
+        fn.state_to_dict(ds, state)
+    with pytest.raises(ValueError, match=r"in its epoch 21.*fn\.repeat\(None, ds\)"):
+        fn.state_to_dict(ds, jds.host_state(state))

@@ -6,7 +6,7 @@ import dataclasses
 import itertools
 import operator
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import toolz
@@ -58,12 +58,24 @@ class FromDatasetStream(Stream[T]):
         return DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
+        if isinstance(state, records.EpochPosition):
+            raise TypeError(
+                f"{state!r} is the state of a to_jax step, which goes on past the end of "
+                "the dataset (its host stream is fn.from_dataset(fn.repeat(None, ds))). Pass "
+                "the to_jax value instead of the stream or dataset: fn.state_to_dict(jds, "
+                "state), fn.iterate(jds, state)."
+            )
         records.check_record(state, records.DatasetPosition, self.describe_stage(), path)
-        if self.dataset.length < INFINITE and state.position > self.dataset.length:
+        length = self.dataset.length
+        if length < INFINITE and state.position > length:
             where = f"{path}.position" if path else "position"
             raise validate.PositionOutOfRangeError(
                 f"State field {where} is {state.position}, past the end of a dataset of length "
-                f"{self.dataset.length}; this state belongs to another pipeline."
+                f"{length} (in its epoch {state.position // length}), where "
+                f"{self.describe_stage()} ends after one epoch. A state that goes on into "
+                "later epochs (a to_jax step) belongs to the stream of fn.repeat(None, ds): "
+                "pass that, or the to_jax value itself; otherwise the state belongs to "
+                "another pipeline."
             )
 
     def most_delivered(self, state: records.DatasetPosition) -> int:
@@ -235,10 +247,29 @@ def elements(
         position = end
 
 
-def iterate(data: Stream[T] | Dataset[T], state: Any = None) -> StreamIterator[T]:
+@runtime_checkable
+class HostTwin(Protocol[T]):
+    """A compiled form of a pipeline that keeps states of its own: a `to_jax` value.
+
+    Its `stream` is the host stream it reads as (its host twin); `host_state`
+    turns one of its states into that stream's, and `device_state` back.
+    Whatever takes a stream or a dataset for its states (`iterate`,
+    `state_to_dict`, `state_from_dict`) takes one of these too.
+    """
+
+    @property
+    def stream(self) -> Stream[T]: ...
+
+    def host_state(self, state: Any) -> Any: ...
+
+    def device_state(self, state: Any) -> Any: ...
+
+
+def iterate(data: Stream[T] | Dataset[T] | HostTwin[T], state: Any = None) -> StreamIterator[T]:
     """Iterates a stream fast from `state` (default: the start); `.state` is exact at any point.
 
-    A dataset is read as `from_dataset(data)`. Blocks of positions are resolved
+    A dataset is read as `from_dataset(data)`, and a `to_jax` value as its
+    host stream, from one of its states or its stream's. Blocks of positions are resolved
     at once, and a state record is built only when `.state` is read.
 
     Examples:
@@ -251,13 +282,17 @@ def iterate(data: Stream[T] | Dataset[T], state: Any = None) -> StreamIterator[T
         >>> [b.tolist() for b in iterate(stream, saved)]
         [[2, 3], [4]]
     """
+    if state is not None and isinstance(data, HostTwin):
+        state = data.host_state(state)
     return StreamIterator(as_stream(data, "iterate"), state)
 
 
-def as_stream(data: Stream[T] | Dataset[T], what: str) -> Stream[T]:
-    """`data` if it is a stream, or a dataset read in order with `from_dataset`."""
+def as_stream(data: Stream[T] | Dataset[T] | HostTwin[T], what: str) -> Stream[T]:
+    """`data` as a stream: a dataset is read with `from_dataset`, a `to_jax` value as its twin."""
     if isinstance(data, Dataset):
         return FromDatasetStream(data)
+    if isinstance(data, HostTwin):
+        return data.stream
     if not isinstance(data, Stream):
         raise TypeError(
             f"{what} needs a grainfn Stream or Dataset, got {data!r} of type {type(data).__name__}."

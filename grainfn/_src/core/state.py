@@ -26,6 +26,22 @@ class DatasetPosition(NamedTuple):
     position: int
 
 
+class EpochPosition(NamedTuple):
+    """State of a `to_jax` step: position `epoch * period + offset` of the dataset repeated.
+
+    A compiled dataset does not end on device: past its length it reads the
+    next epoch. So this state belongs to the host stream
+    `from_dataset(repeat(None, ds))`, and converts to and from its
+    `DatasetPosition` with the `to_jax` value (`fn.state_to_dict(jds, state)`).
+    `period` is the dataset's length where that is below 2**31, and 2**31
+    otherwise (an endless dataset), so both fields fit int32 and mean the
+    same in both integer modes.
+    """
+
+    epoch: int
+    offset: int
+
+
 RECORDS: dict[str, type[Any]] = {record.__name__: record for record in (DatasetPosition,)}
 """The state records `from_dict` can rebuild, by name. Stages defined elsewhere add theirs
 with `register`."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from grainfn._src.core import fingerprints as fingerprints_lib
 from grainfn._src.core.dataset import Dataset, pipeline_lines
-from grainfn._src.core.reading import as_stream
+from grainfn._src.core.reading import HostTwin, as_stream
 from grainfn._src.core.state import as_host, from_dict, to_dict
 from grainfn._src.core.validate import short_repr
 
@@ -22,10 +22,12 @@ STATE_VERSION = 1
 """The version of the dict form `StateCodec` writes; it reads only this one."""
 
 
-def state_to_dict(stream: Stream[Any] | Dataset[Any], state: Any) -> dict[str, Any]:
+def state_to_dict(stream: Stream[Any] | Dataset[Any] | HostTwin[Any], state: Any) -> dict[str, Any]:
     """The JSON-able form of `state`: versioned, and naming the pipeline it belongs to.
 
-    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it.
+    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it; a
+    `to_jax` value for its host stream, and its state is converted to that
+    stream's.
 
     Examples:
         >>> from grainfn import fn
@@ -38,22 +40,27 @@ def state_to_dict(stream: Stream[Any] | Dataset[Any], state: Any) -> dict[str, A
         >>> state_to_dict(fn.range(3), stream.init()) == saved
         True
     """
+    if isinstance(stream, HostTwin):
+        state = stream.host_state(state)
     stream = as_stream(stream, "state_to_dict")
     state = as_host(state)
     stream.check_state(state)
     return StateCodec(stream).encode(state)
 
 
-def state_from_dict(stream: Stream[Any] | Dataset[Any], data: Any) -> Any:
+def state_from_dict(stream: Stream[Any] | Dataset[Any] | HostTwin[Any], data: Any) -> Any:
     """Rebuilds a state from `state_to_dict`'s form, refusing one of another pipeline or version.
 
-    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it.
+    A dataset stands for `from_dataset(dataset)`, as `iterate` reads it; a
+    `to_jax` value for its host stream, and the state comes as its own (one
+    its `step` takes).
 
     Raises:
         ValueError: naming the version, the first differing pipeline stage, or
             the missing or mistyped field.
     """
-    return StateCodec(as_stream(stream, "state_from_dict")).decode(data)
+    state = StateCodec(as_stream(stream, "state_from_dict")).decode(data)
+    return stream.device_state(state) if isinstance(stream, HostTwin) else state
 
 
 class StateCodec:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.device.ints import IntMode, Split, offset_bound, require
+from grainfn._src.device.ints import IntMode, Split, offset_bound, require, wide_offsets
 
 Program = Callable[[Sequence[Any], Split], Any]
 """A compiled stage: the element at a position, from the collected arrays."""
@@ -57,7 +57,14 @@ class Compiler:
     arrays: list[Any] = dataclasses.field(default_factory=list)
 
     def add(self, array: Any) -> int:
-        """Keeps `array` as a leaf of the compiled dataset; returns its place in `arrays`."""
+        """Keeps `array` as a leaf of the compiled dataset; returns its place in `arrays`.
+
+        An array kept already (the same object: a source compiled again for
+        another bound) is kept once.
+        """
+        for place, kept in enumerate(self.arrays):
+            if kept is array:
+                return place
         self.arrays.append(array)
         return len(self.arrays) - 1
 
@@ -77,12 +84,16 @@ class Compiler:
                 "no element to give at any position."
             )
         require(
-            offset_bound(ds.length, bound) < self.mode.limit,
+            not self.wide(ds, bound) or getattr(rule, "takes_wide_offsets", False),
             ds.describe_stage(),
             f"its positions within an epoch reach {offset_bound(ds.length, bound)}",
             self.mode,
         )
         return rule(self, ds, bound)
+
+    def wide(self, ds: Dataset[Any], bound: int) -> bool:
+        """Whether `ds`'s offsets, asked up to `bound`, are `Wide` pairs (see `wide_offsets`)."""
+        return wide_offsets(self.mode, ds.length, bound)
 
     def _rule(self, ds: Dataset[Any]) -> Rule:
         for kind in type(ds).__mro__:

@@ -3,14 +3,18 @@
 The value `to_jax` returns is a jax pytree whose leaves are the arrays the
 pipeline reads (its sources and index tables), so it can be passed into
 `jax.jit` or closed over. Its `get_many` traces under `jit` and `vmap`; its
-`step` is a pure function of a `DatasetPosition` whose field is a jax integer,
-for `lax.scan` and `lax.fori_loop`. The order is the host's, element for
-element, and a state converts with `fn.state_to_dict(jds.stream, state)` to the
-dict the host stream `fn.from_dataset(ds)` has at the same position.
+`step` is a pure function of an `EpochPosition` of jax integers, for
+`lax.scan` and `lax.fori_loop`, that never ends: past the dataset's length it
+reads the next epoch. The order is the host's, element for element, and its
+host twin is the stream `fn.from_dataset(fn.repeat(None, ds))` (`stream`):
+states convert both ways with `host_state` and `device_state`, and
+`fn.iterate`, `fn.state_to_dict` and `fn.state_from_dict` take the `to_jax`
+value and its states directly.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -18,26 +22,63 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.reading import from_dataset
-from grainfn._src.core.state import DatasetPosition
+from grainfn._src.core.state import DatasetPosition, EpochPosition, as_host
 from grainfn._src.core.stream import Stream
-from grainfn._src.device import element_rules, index_rules, route_rules
+from grainfn._src.device import element_rules, index_rules, route_rules, step_states
 from grainfn._src.device.compiler import Compiler, NotOnDeviceError, Program, Rule
-from grainfn._src.device.ints import IntMode, current_mode, require, split
+from grainfn._src.device.ints import (
+    IntMode,
+    UnrepresentableError,
+    current_mode,
+    require,
+    split,
+)
+from grainfn._src.stages.repeat import repeat
 
 RULES: dict[type, Rule] = {**index_rules.RULES, **route_rules.RULES, **element_rules.RULES}
 """The device rule of every stage kind that has one."""
+
+FOLD_WARNING_BYTES = 16 * 2**20
+"""How many bytes of a to_jax value's arrays a traced program may fold in as constants
+before `step` and `get_many` warn (folding costs compile time: seconds per 100 MB)."""
 
 
 class _Static:
     """What a JaxDataset's pytree keeps beside its arrays.
 
-    It compares by identity, so `jax.jit` reuses its trace for the same compiled pipeline.
+    Two compare equal when they were compiled from the same dataset object in
+    the same mode, so `jax.jit` reuses its trace and program for `to_jax(ds)`
+    called again (its arrays, the pytree's leaves, may then be new ones).
     """
 
-    def __init__(self, dataset: Dataset[Any], mode: IntMode, program: Program) -> None:
-        self.dataset, self.mode, self.program = dataset, mode, program
+    def __init__(
+        self,
+        dataset: Dataset[Any],
+        mode: IntMode,
+        at_position: Program,
+        at_step: Program | Exception,
+    ) -> None:
+        self.dataset, self.mode = dataset, mode
+        self.at_position = at_position  # compiled for the positions the mode holds
+        self.at_step = at_step  # compiled for every epoch a state holds, or why it cannot be
+        self.step_bound = step_states.step_bound(dataset.length, mode)
+        self.period = step_states.state_period(dataset.length)
+        self.warned_fold = False
+
+    def _key(self) -> tuple[int, IntMode, int]:
+        return id(self.dataset), self.mode, self.step_bound
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Static)
+            and self.dataset is other.dataset
+            and (self._key() == other._key())
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @jax.tree_util.register_pytree_node_class
@@ -47,6 +88,8 @@ class JaxDataset:
     Attributes:
         dataset: The host dataset it was compiled from.
         length: Positions per epoch (`sys.maxsize` if infinite), as `dataset.length`.
+        period: Positions per epoch of its step states (`EpochPosition`): the
+            length, or 2**31 where the length is not below it.
         arrays: The arrays the pipeline reads: its pytree leaves.
     """
 
@@ -63,9 +106,17 @@ class JaxDataset:
         return self._static.dataset.length
 
     @property
+    def period(self) -> int:
+        return self._static.period
+
+    @property
     def stream(self) -> Stream[Any]:
-        """The host stream `fn.from_dataset(dataset)`, whose states this one's steps match."""
-        return from_dataset(self.dataset)
+        """The host twin: `fn.from_dataset(fn.repeat(None, dataset))`, which never ends either.
+
+        An endless dataset is its own repeat: its twin is `fn.from_dataset(dataset)`.
+        """
+        data = self.dataset
+        return from_dataset(data if data.length >= INFINITE else repeat(None, data))
 
     def get_many(self, positions: Any) -> Any:
         """The elements at `positions`, stacked: each leaf gains the leading axes of `positions`.
@@ -79,6 +130,7 @@ class JaxDataset:
                 or anything `jnp.asarray` takes.
         """
         self._check_mode()
+        self._check_folding(positions)
         positions = self._positions(positions)
         flat = jax.vmap(self._one)(positions.reshape(-1))
         shape = positions.shape
@@ -87,31 +139,78 @@ class JaxDataset:
     def get(self, position: Any) -> Any:
         """The element at one position (an integer >= 0, traced or not)."""
         self._check_mode()
+        self._check_folding(position)
         return self._one(self._positions(position))
 
-    def init(self) -> DatasetPosition:
-        """The state before the first element: `DatasetPosition(0)` as a jax integer."""
-        return DatasetPosition(cast(int, jnp.zeros((), self._static.mode.position_dtype)))
+    def init(self) -> EpochPosition:
+        """The state before the first element: `EpochPosition(0, 0)` of jax integers."""
+        self._check_steps()
+        zero = jnp.zeros((), self._static.mode.position_dtype)
+        return EpochPosition(cast(int, zero), cast(int, zero))
 
-    def step(self, state: DatasetPosition) -> tuple[Any, DatasetPosition]:
-        """`(element at state.position, the state after it)`: pure, for `lax.scan`.
+    def step(self, state: EpochPosition) -> tuple[Any, EpochPosition]:
+        """`(element at state, the state after it)`: pure, for `lax.scan`.
 
-        A finite dataset does not end here: past `length` the steps read the
-        next epoch, where the host stream `fn.from_dataset(ds)` would end. Scan
-        `length` steps for one epoch.
+        The dataset does not end here: past `length` the steps read the next
+        epoch, as its host twin `stream` does. Scan `length` steps for one
+        epoch. The epoch counter holds up to 2**31 - 1 epochs of `period`
+        positions in 32-bit mode.
+
+        Args:
+            state: An `EpochPosition` (from `init`, `step`, `device_state` or
+                `fn.state_from_dict(jds, saved)`), traced or not.
         """
-        if not isinstance(state, DatasetPosition):
+        self._check_mode()
+        self._check_steps()
+        if not isinstance(state, EpochPosition):
             raise TypeError(
-                f"step takes the DatasetPosition that init() or step() returned (or "
-                f"fn.state_from_dict gave for {self.stream.describe_stage()}), got {state!r}."
+                f"step takes the EpochPosition that init() or step() returned (or that "
+                f"jds.device_state / fn.state_from_dict(jds, saved) gave), got {state!r}."
             )
-        position = jnp.asarray(state.position, self._static.mode.position_dtype)
-        return self.get(position), DatasetPosition(cast(int, position + 1))
+        self._check_folding(state)
+        mode, period = self._static.mode, self.period
+        if not any(isinstance(field, jax.core.Tracer) for field in state):
+            step_states.check_fields(as_host(state), period, self.dataset.describe_stage())
+        epoch, offset = (jnp.asarray(field, mode.position_dtype) for field in state)
+        program = cast(Program, self._static.at_step)  # _check_steps: not an error
+        at = step_states.top_split(mode, epoch, offset, self.length, period)
+        element = program(self.arrays, at)
+        after = offset.astype(mode.unsigned) + mode.unsigned.type(1)
+        wraps = after == mode.unsigned.type(period)
+        offset = jnp.where(wraps, mode.unsigned.type(0), after).astype(mode.position_dtype)
+        epoch = epoch + wraps.astype(mode.position_dtype)
+        return element, EpochPosition(cast(int, epoch), cast(int, offset))
+
+    def host_state(self, state: Any) -> DatasetPosition:
+        """The state of the host twin `stream` at the same place as `state`.
+
+        Args:
+            state: An `EpochPosition` (jax, numpy or Python integers), the
+                dict Orbax restores one as without a target, or a
+                `DatasetPosition` of the twin (returned as is).
+
+        Raises:
+            ValueError: naming a field that is not an integer in its range.
+        """
+        return step_states.to_host(state, self.period, self.dataset.describe_stage())
+
+    def device_state(self, state: Any) -> EpochPosition:
+        """The `EpochPosition` (jax integers) at the same place as a host twin's state.
+
+        Args:
+            state: A `DatasetPosition` of the host twin `stream`, or an
+                `EpochPosition` (returned as jax integers).
+
+        Raises:
+            UnrepresentableError: if its epoch passes what the position dtype holds.
+        """
+        stage = self.dataset.describe_stage()
+        return step_states.to_device(state, self.period, self._static.mode, stage)
 
     def _one(self, position: Any) -> Any:
         mode = self._static.mode
         at = split(mode, position.astype(mode.unsigned), self.length, mode.top)
-        return self._static.program(self.arrays, at)
+        return self._static.at_position(self.arrays, at)
 
     def _positions(self, positions: Any) -> Any:
         mode = self._static.mode
@@ -140,6 +239,30 @@ class JaxDataset:
                 f"This to_jax value was compiled for {mode.bits}-bit integers, but jax now runs "
                 f"with {now.bits}-bit ones (jax_enable_x64 changed): call fn.to_jax again."
             )
+
+    def _check_folding(self, argument: Any) -> None:
+        """Warns once when a jit trace closes over this value's arrays and they are large."""
+        static = self._static
+        if static.warned_fold or any(isinstance(a, jax.core.Tracer) for a in self.arrays):
+            return
+        traced = jax.tree_util.tree_leaves(argument)
+        if not any(type(leaf).__name__ == "DynamicJaxprTracer" for leaf in traced):
+            return  # not inside jit, scan or another staged trace
+        size = sum(int(getattr(array, "nbytes", 0)) for array in self.arrays)
+        if size > FOLD_WARNING_BYTES:
+            static.warned_fold = True
+            warnings.warn(
+                f"A jitted function closes over this to_jax value, so its {size / 2**20:.0f} "
+                "MiB of arrays are folded into the program as constants: compiling is slow "
+                "(seconds per 100 MB) and the program large. Pass it as an argument instead: "
+                "jax.jit(fn.JaxDataset.step)(jds, state), or make jds a parameter of the "
+                "jitted function.",
+                stacklevel=3,
+            )
+
+    def _check_steps(self) -> None:
+        if isinstance(self._static.at_step, Exception):
+            raise self._static.at_step
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], _Static]:
         return self.arrays, self._static
@@ -170,7 +293,15 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
     but not the host's numpy draws.
 
     With `jax_enable_x64` off, positions and values are int32 and every
-    result is exact where it fits; what cannot be exact is refused here.
+    result is exact where it fits; what cannot be exact is refused here, or,
+    where only later epochs cannot be, by `step`. Endless pipelines (a
+    repeat forever, a mix of them) are exact in both modes.
+
+    `step` never ends: its host twin is `fn.from_dataset(fn.repeat(None,
+    ds))`, and `fn.iterate`, `fn.state_to_dict` and `fn.state_from_dict`
+    take the returned value and its `EpochPosition` states. Pass the value
+    into jitted functions as an argument: a closure folds its arrays into the
+    program as constants.
 
     Args:
         ds: A grainfn Dataset built from the stages above, or a `MapDataset` of
@@ -191,9 +322,11 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
         >>> jax.jit(jds.get_many)(jax.numpy.arange(3)).tolist() == [
         ...     b.tolist() for b in ds.get_many([0, 1, 2])]
         True
-        >>> element, state = jax.jit(jds.step)(jds.init())
-        >>> fn.state_to_dict(jds.stream, state)["state"]
+        >>> element, state = jax.jit(fn.JaxDataset.step)(jds, jds.init())
+        >>> fn.state_to_dict(jds, state)["state"]
         {'kind': 'DatasetPosition', 'position': 1}
+        >>> jds.host_state(fn.EpochPosition(epoch=7, offset=2))
+        DatasetPosition(position=23)
     """
     data: Any = getattr(ds, "core", ds)  # a MapDataset of the Grain API holds its dataset
     if isinstance(data, Stream):
@@ -205,6 +338,18 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
         raise TypeError(f"to_jax takes a grainfn Dataset, got {ds!r} of type {type(ds).__name__}.")
     mode = current_mode()
     compiler = Compiler(mode, RULES)
-    program = compiler.compile(data, mode.top)
+    at_position = compiler.compile(data, mode.top)
+    bound, kept = step_states.step_bound(data.length, mode), len(compiler.arrays)
+    at_step: Program | Exception = at_position
+    if bound > mode.top:  # 32-bit: states reach further than positions
+        try:
+            at_step = compiler.compile(data, bound)  # the arrays it shares are kept once
+        except UnrepresentableError as error:
+            del compiler.arrays[kept:]
+            at_step = UnrepresentableError(
+                f"step cannot be exact here: its states reach every epoch they hold (positions "
+                f"up to {bound}), and {error} get_many is exact: it takes positions up to "
+                f"{mode.top}."
+            )
     arrays = [jnp.asarray(array) for array in compiler.arrays]
-    return JaxDataset(_Static(data, mode, program), arrays)
+    return JaxDataset(_Static(data, mode, at_position, at_step), arrays)

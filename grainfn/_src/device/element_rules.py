@@ -10,9 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grainfn._src.core.dataset import function_name
+from grainfn._src.core.dataset import INFINITE, function_name
+from grainfn._src.device import wide
 from grainfn._src.device.compiler import NotOnDeviceError
-from grainfn._src.device.ints import Split, offset_bound, parent_bound, require, whole_position
+from grainfn._src.device.ints import (
+    Split,
+    offset_bound,
+    parent_bound,
+    require,
+    takes_wide_offsets,
+    whole_position,
+    wide_offsets,
+)
+from grainfn._src.index import jax_keys
 from grainfn._src.stages.batch import BatchedDataset
 from grainfn._src.stages.map import IndexMappedDataset, MappedDataset, RandomMappedDataset
 from grainfn._src.stages.sources import ArrayTree, RangeDataset, SourceDataset
@@ -103,6 +113,7 @@ def _device_array(leaf: Any, ds: SourceDataset) -> Any:
     return leaf
 
 
+@takes_wide_offsets
 def map_rule(c: Compiler, ds: MappedDataset, bound: int) -> Program:
     parent, fn, stage = c.compile(ds.parent, bound), ds.fn, ds.describe_stage()
     return lambda arrays, at: _call(stage, fn, parent(arrays, at))
@@ -120,14 +131,20 @@ def map_with_index_rule(c: Compiler, ds: IndexMappedDataset, bound: int) -> Prog
     return lambda arrays, at: _call(stage, fn, whole(at).astype(dtype), parent(arrays, at))
 
 
+@takes_wide_offsets
 def random_map_rule(c: Compiler, ds: RandomMappedDataset, bound: int) -> Program:
-    if ds.seed >= 2**64:
+    stage = ds.describe_stage()
+    if ds.rng != "jax":
         raise NotOnDeviceError(
-            f"to_jax cannot run {ds.describe_stage()!r}: a jax.random key holds a seed "
-            "below 2**64. Give random_map a smaller seed."
+            f"to_jax cannot run {stage!r}: its function takes a numpy Generator (Grain's "
+            "form, the default), which jax cannot trace. For draws that are the same on "
+            "host, host workers and device, pass rng='jax': fn.random_map(f, ds, seed=..., "
+            "rng='jax') gives f a jax.random key on both."
         )
-    check_prng_impl(ds.describe_stage())
-    parent, fn, stage, seed = c.compile(ds.parent, bound), ds.fn, ds.describe_stage(), ds.seed
+    problem = jax_keys.prng_impl_problem(stage)
+    if problem is not None:
+        raise NotOnDeviceError(f"to_jax: {problem}")
+    parent, fn, seed = c.compile(ds.parent, bound), ds.fn, ds.seed
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
         return _call(stage, fn, parent(arrays, at), element_key(seed, at))
@@ -136,65 +153,17 @@ def random_map_rule(c: Compiler, ds: RandomMappedDataset, bound: int) -> Program
 
 
 def element_key(seed: int, at: Split) -> Any:
-    """The `jax.random` key of the element at `at` of a random_map with `seed`.
-
-    `fold_in` of the epoch (mod 2**32), then of the offset's high and low 32-bit
-    words, into the seed's key: the same key in both integer modes, on any
-    device or process, and for any resumed run.
-    """
-    import jax
-
+    """The `jax.random` key of the element at `at` (see `grainfn._src.index.jax_keys`)."""
     offset = at.offset
-    high = (offset >> 32).astype(np.uint32) if offset.dtype.itemsize == 8 else np.uint32(0)
-    key = jax.random.fold_in(seed_key(seed), at.epoch.astype(np.uint32))
-    key = jax.random.fold_in(key, high)
-    return jax.random.fold_in(key, offset.astype(np.uint32))
+    if isinstance(offset, wide.Wide):  # 32-bit, past 2**32 - 1: the words are at hand
+        high, low = offset
+    else:
+        high = (offset >> 32).astype(np.uint32) if offset.dtype.itemsize == 8 else np.uint32(0)
+        low = offset.astype(np.uint32)
+    return jax_keys.element_key(seed, at.epoch.astype(np.uint32), high, low)
 
 
-HONOURED_PRNG_IMPLS = ("threefry2x32", "rbg")
-"""The `jax_default_prng_impl` settings whose keys random_map honours: the same keys in both
-integer modes. (unsafe_rbg's `fold_in` gives other keys with 64-bit integers.)"""
-
-
-def default_prng_impl() -> str:
-    """The `jax_default_prng_impl` setting jax has now."""
-    import jax
-
-    return str(jax.config.jax_default_prng_impl)  # type: ignore[attr-defined]
-
-
-def check_prng_impl(stage: str) -> None:
-    """Refuses, naming the setting, a `jax_default_prng_impl` whose keys would not be exact."""
-    impl = default_prng_impl()
-    if impl not in HONOURED_PRNG_IMPLS:
-        raise NotOnDeviceError(
-            f"to_jax cannot run {stage!r} with jax_default_prng_impl={impl!r}: its keys "
-            "folded with a position differ between 32- and 64-bit integers, so the draws "
-            f"would depend on jax_enable_x64. Set jax_default_prng_impl to one of "
-            f"{list(HONOURED_PRNG_IMPLS)}."
-        )
-
-
-def seed_key(seed: int) -> Any:
-    """`jax.random.key(seed)` as jax computes it with 64-bit integers, in both modes.
-
-    With jax's default PRNG (threefry2x32), the key of the seed's high and low
-    32-bit words: `jax.random.key` in 32-bit mode would drop the high word of
-    a seed past 2**32. With `jax_default_prng_impl='rbg'`, rbg's key of the
-    low word, folded with the high word: the setting is honoured, and the key
-    still depends on the whole seed, the same in both modes.
-    """
-    import jax
-
-    impl = default_prng_impl()
-    check_prng_impl("random_map")  # the setting may have changed since to_jax
-    if impl != "threefry2x32":
-        key = jax.random.key(seed & 0xFFFFFFFF, impl=impl)
-        return jax.random.fold_in(key, np.uint32(seed >> 32))
-    words = jax.numpy.asarray([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
-    return jax.random.wrap_key_data(words, impl="threefry2x32")
-
-
+@takes_wide_offsets
 def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:
     import jax
 
@@ -205,7 +174,7 @@ def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:
             f"({function_name(ds.batch_fn)}) takes a Python list of elements. A device batch "
             "stacks them; drop batch_fn."
         )
-    if parent_length % size and not ds.drop_remainder:
+    if parent_length < INFINITE and parent_length % size and not ds.drop_remainder:
         raise NotOnDeviceError(
             f"to_jax cannot run {ds.describe_stage()!r}: the last batch of each epoch holds "
             f"{parent_length % size} of {size} elements, and a device batch has one shape. "
@@ -213,12 +182,18 @@ def batch_rule(c: Compiler, ds: BatchedDataset, bound: int) -> Program:
         )
     epoch, offset = divmod(bound, ds.length) if bound >= ds.length else (0, bound)
     last_row = epoch * parent_length + (offset + 1) * size - 1  # of the last batch it may read
-    parent = c.compile(ds.parent, min(last_row, parent_bound(ds.length, bound, parent_length)))
+    row_bound = min(last_row, parent_bound(ds.length, bound, parent_length))
+    parent = c.compile(ds.parent, row_bound)
     rows = np.arange(size, dtype=c.mode.unsigned)
     unsigned = c.mode.unsigned.type
+    wide_rows = wide_offsets(c.mode, parent_length, row_bound)
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
-        offsets = at.offset * unsigned(size) + rows
+        if wide_rows:  # 32-bit, rows past 2**32 - 1: offset * size + row on pairs of words
+            first = wide.scale(at.offset, size)
+            offsets: Any = wide.add(first.high, first.low, rows)
+        else:
+            offsets = at.offset * unsigned(size) + rows
         return jax.vmap(lambda offset: parent(arrays, Split(at.epoch, offset)))(offsets)
 
     return program

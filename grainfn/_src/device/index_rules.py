@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from grainfn._src.core.dataset import INFINITE
-from grainfn._src.device.ints import Split, parent_bound, require, split, whole_position
+from grainfn._src.device.ints import (
+    Split,
+    parent_bound,
+    require,
+    split,
+    takes_wide_offsets,
+    whole_position,
+)
 from grainfn._src.index.shuffle_jax import permute_jax
 from grainfn._src.stages.repeat import RepeatedDataset
 from grainfn._src.stages.seed import SeededDataset
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
 _SEED_LIMIT = 2**32
 
 
+@takes_wide_offsets
 def seed_rule(c: Compiler, ds: SeededDataset[Any], bound: int) -> Program:
     return c.compile(ds.parent, bound)
 
@@ -98,29 +106,30 @@ def take_rule(c: Compiler, ds: TakenDataset[Any], bound: int) -> Program:
     return program
 
 
+@takes_wide_offsets
 def repeat_rule(c: Compiler, ds: RepeatedDataset[Any], bound: int) -> Program:
     length, parent_length = ds.length, ds.parent.length
-    unsigned = c.mode.unsigned.type
+    # An endless repeat's positions lie in its epoch 0: with Wide offsets, the offset is all.
+    endless = length >= INFINITE and not c.wide(ds, bound)
+    whole = whole_position(c.mode, ds, bound) if endless else (lambda at: at.offset)
     if not ds.reseed_each_epoch:  # every repetition reads the parent's first epoch
         parent = c.compile(ds.parent, min(bound, parent_length - 1))
-        # A finite repeat's epoch is a whole number of parent epochs: the offset decides.
-        whole = whole_position(c.mode, ds, bound) if length >= INFINITE else (lambda at: at.offset)
 
         def first_epoch(arrays: Sequence[Any], at: Split) -> Any:
-            offset = whole(at) % unsigned(parent_length)
-            return parent(arrays, Split(offset * unsigned(0), offset))
+            # A finite repeat's epoch is a whole number of parent epochs: the offset decides.
+            inside = split(c.mode, whole(at), parent_length, bound)
+            return parent(arrays, Split(inside.epoch * c.mode.unsigned.type(0), inside.offset))
 
         return first_epoch
     parent = c.compile(ds.parent, bound)  # the position passes through
     if length < INFINITE:
-        times = length // parent_length
+        times = c.mode.unsigned.type(length // parent_length % c.mode.limit)
 
         def program(arrays: Sequence[Any], at: Split) -> Any:
-            epoch = at.epoch * unsigned(times % c.mode.limit) + at.offset // unsigned(parent_length)
-            return parent(arrays, Split(epoch, at.offset % unsigned(parent_length)))
+            inside = split(c.mode, at.offset, parent_length, bound)
+            return parent(arrays, Split(at.epoch * times + inside.epoch, inside.offset))
 
         return program
-    whole = whole_position(c.mode, ds, bound)
     return lambda arrays, at: parent(arrays, split(c.mode, whole(at), parent_length, bound))
 
 

@@ -9,6 +9,12 @@ draws): whole pipelines are exact in 32 bits although the positions they reach
 deep down do not fit in 32 bits. The few computations that need a whole
 position are checked ahead of time against `bound`, the largest position a
 stage can be asked for, and refused when they cannot be exact.
+
+Offsets of a long stage (an endless repeat or mix, or a batch of one) can pass
+2**32 - 1 with 32-bit integers. There they are `Wide` pairs of words
+(`grainfn._src.device.wide`), decided ahead of time by `wide_offsets`; the
+rules marked `takes_wide_offsets` compute on them, and any other stage with
+such offsets is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from grainfn._src.device.wide import Wide, split_wide, widen
 
 
 class Split(NamedTuple):
@@ -89,10 +97,30 @@ def require(fits: bool, stage: str, what: str, mode: IntMode) -> None:
     )
 
 
+def wide_offsets(mode: IntMode, length: int, bound: int) -> bool:
+    """Whether offsets of a stage of `length` asked up to `bound` are carried as `Wide` pairs."""
+    return offset_bound(length, bound) >= mode.limit
+
+
 def split(mode: IntMode, position: Any, length: int, bound: int) -> Split:
-    """`position` (unsigned, <= bound) of a stage of `length` in (epoch, offset) form."""
-    if bound < length:  # statically in epoch 0: no division, and no constant `length` needed
-        return Split(position * mode.unsigned.type(0), position)
+    """`position` (<= bound) of a stage of `length` in (epoch, offset) form.
+
+    `position` is an unsigned value of the mode, or a `Wide` pair (32-bit
+    mode, where it can pass 2**32 - 1). The offset comes as the stage takes
+    it: a `Wide` pair where `wide_offsets(mode, length, bound)`, else unsigned;
+    the epoch is taken modulo 2**32 past it.
+    """
+    wide = wide_offsets(mode, length, bound)
+    if isinstance(position, Wide):
+        if length >= MAX_POSITION:  # endless: every position lies in epoch 0
+            return Split(position.low * mode.unsigned.type(0), position if wide else position.low)
+        if bound >= mode.limit:
+            epoch, offset = split_wide(position, length)
+            return Split(epoch, offset if wide else offset.low)
+        position = position.low  # statically below 2**32: the high word is 0
+    zero = position * mode.unsigned.type(0)
+    if bound < length or length >= mode.limit:  # a value below `length`: epoch 0
+        return Split(zero, widen(position) if wide else position)
     n = mode.unsigned.type(length)
     return Split(position // n, position % n)
 
@@ -119,6 +147,12 @@ def parent_bound(length: int, bound: int, parent_length: int) -> int:
 def offset_bound(length: int, bound: int) -> int:
     """The largest offset (position within its epoch) of a stage asked up to `bound`."""
     return min(length - 1, bound)
+
+
+def takes_wide_offsets(rule: Any) -> Any:
+    """Marks a device rule whose program also takes `Wide` offsets (see `wide_offsets`)."""
+    rule.takes_wide_offsets = True
+    return rule
 
 
 def whole_position(mode: IntMode, ds: Any, bound: int) -> Callable[[Split], Any]:

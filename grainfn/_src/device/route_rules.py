@@ -22,6 +22,7 @@ from grainfn._src.device.ints import (
     parent_bound,
     require,
     split,
+    takes_wide_offsets,
     whole_position,
 )
 from grainfn._src.index import mixing
@@ -34,6 +35,7 @@ TABLE_LIMIT = 1 << 20
 """The most entries a routing table (one mix period, one selection map) may have."""
 
 
+@takes_wide_offsets
 def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
     """Position `k` of a mix, from its pattern's period.
 
@@ -68,7 +70,7 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
 
         return program
     require(  # 32-bit: whole positions need two words, the epoch one
-        bound // ds.length < c.mode.limit and ds.length < c.mode.limit,
+        bound // ds.length < c.mode.limit,
         ds.describe_stage(),
         f"its epochs reach {bound // ds.length}",
         c.mode,
@@ -78,7 +80,7 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
     def wide_program(arrays: Sequence[Any], at: Split) -> Any:
         import jax.numpy as jnp
 
-        high, low = wide.add(*wide.multiply(at.epoch, np.uint32(ds.length)), at.offset)
+        high, low = wide.whole(at.epoch, at.offset, ds.length)
         (periods_high, periods_low), inside = wide.divmod_small(high, low, period)
         component = arrays[which][inside]
         key = wide.multiply_pair(periods_high, periods_low, jnp.asarray(shares)[component])
@@ -150,12 +152,7 @@ def _at_wide_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[
         narrow = _at_key(c, component, bound)
         return lambda arrays, key: narrow(arrays, key[1])
     program, length = c.compile(component, bound), component.length
-    require(length < c.mode.limit, component.describe_stage(), f"its length is {length}", c.mode)
-
-    def at_key(arrays: Sequence[Any], key: tuple[Any, Any]) -> Any:
-        return program(arrays, Split(*wide.divmod_low(*key, length)))
-
-    return at_key
+    return lambda arrays, key: program(arrays, split(c.mode, wide.Wide(*key), length, bound))
 
 
 def _switch(

@@ -1,21 +1,37 @@
 """Exact 64-bit unsigned arithmetic on pairs of uint32 words, for 32-bit jax.
 
-Only what the mix needs when its positions pass 2**32 with `jax_enable_x64`
-off: `epoch * length + offset`, division by its pattern's period, and the split
-of a component position into (epoch mod 2**32, offset). A value is `(high, low)`
-with `value = high * 2**32 + low`.
+With `jax_enable_x64` off, a position past 2**32 - 1 is carried as a `Wide`
+pair of words: what the stages of endless pipelines (repeat, batch, mix,
+map, random_map) and the mix's whole positions need: products, sums, and
+division by a static length into (epoch mod 2**32, offset).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 _U32 = np.uint32
+_WORD = 1 << 32
+_INFINITE = (1 << 63) - 1  # the length of an endless dataset (sys.maxsize)
 
 
-def multiply(a: Any, b: Any) -> tuple[Any, Any]:
+class Wide(NamedTuple):
+    """An unsigned 64-bit value as two uint32 words: `high * 2**32 + low`."""
+
+    high: Any
+    low: Any
+
+
+def widen(value: Any) -> Wide:
+    """A uint32 value (or a `Wide` one, returned as is) as a `Wide` pair."""
+    if isinstance(value, Wide):
+        return value
+    return Wide(value * _U32(0), value)
+
+
+def multiply(a: Any, b: Any) -> Wide:
     """`a * b` of two uint32 values, as a (high, low) pair.
 
     Examples:
@@ -33,22 +49,95 @@ def multiply(a: Any, b: Any) -> tuple[Any, Any]:
     low = low_low + (middle_sum << 16)
     low_carry = (low < low_low).astype(_U32)
     high = high_high + (middle_sum >> 16) + (middle_carry << 16) + low_carry
-    return high, low
+    return Wide(high, low)
 
 
-def add(high: Any, low: Any, value: Any) -> tuple[Any, Any]:
-    """`(high, low) + value` for a uint32 `value`."""
+def add(high: Any, low: Any, value: Any) -> Wide:
+    """`(high, low) + value` for a uint32 `value`, modulo 2**64."""
     total = low + value
-    return high + (total < low).astype(_U32), total
+    return Wide(high + (total < low).astype(_U32), total)
 
 
-def multiply_pair(high: Any, low: Any, factor: Any) -> tuple[Any, Any]:
+def add_wide(a: Wide, b: Wide) -> Wide:
+    """`a + b` modulo 2**64."""
+    high, low = add(a.high, a.low, b.low)
+    return Wide(high + b.high, low)
+
+
+def multiply_pair(high: Any, low: Any, factor: Any) -> Wide:
     """`(high, low) * factor` for a uint32 `factor`, modulo 2**64."""
     product_high, product_low = multiply(low, factor)
-    return high * factor + product_high, product_low
+    return Wide(high * factor + product_high, product_low)
 
 
-def divmod_small(high: Any, low: Any, divisor: int) -> tuple[tuple[Any, Any], Any]:
+def scale(value: Any, factor: int) -> Wide:
+    """`value * factor` modulo 2**64, for a uint32 or `Wide` value and a static `factor` < 2**64.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> high, low = scale(jnp.uint32(3_000_000_000), 10**10)
+        >>> int(high) * 2**32 + int(low) == 3 * 10**19 % 2**64
+        True
+    """
+    value = widen(value)
+    factor_high, factor_low = divmod(factor % (_WORD * _WORD), _WORD)
+    product = multiply_pair(value.high, value.low, _U32(factor_low))
+    return Wide(product.high + value.low * _U32(factor_high), product.low)
+
+
+def whole(epoch: Any, offset: Any, length: int) -> Wide:
+    """`epoch * length + offset` as a `Wide` pair: a whole position from its (epoch, offset).
+
+    `offset` is a uint32 or a `Wide` value; an infinite `length`
+    (`sys.maxsize`) has only epoch 0, so the offset is the position.
+    """
+    if length >= _INFINITE:  # every position of an endless stage lies in its epoch 0
+        return widen(offset)
+    return add_wide(scale(epoch, length), widen(offset))
+
+
+def split_wide(value: Wide, length: int) -> tuple[Any, Wide]:
+    """`(value // length mod 2**32, value % length)` for a static `length` in [1, 2**64).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> value, length = 2**63 + 12345, 3 * 2**40 + 7
+        >>> words = Wide(jnp.uint32(value >> 32), jnp.uint32(value % 2**32))
+        >>> q, (rh, rl) = split_wide(words, length)
+        >>> (int(q), int(rh) * 2**32 + int(rl)) == (value // length % 2**32, value % length)
+        True
+    """
+    if length < _WORD:
+        quotient, remainder = divmod_low(value.high, value.low, length)
+        return quotient, widen(remainder)
+    divisor = Wide(_U32(length >> 32), _U32(length % _WORD))
+    remainder = quotient = widen(value.high * _U32(0))
+    quotient = quotient.low
+    for word in (value.high, value.low):  # bit by bit; the remainder stays below the divisor
+        for shift in range(31, -1, -1):
+            overflow = remainder.high >> 31  # doubling passes 2**64: then it exceeds the divisor
+            bit = (word >> shift) & _U32(1)
+            high = (remainder.high << 1) | (remainder.low >> 31)
+            remainder = Wide(high, (remainder.low << 1) | bit)
+            subtract = (overflow == 1) | _at_least(remainder, divisor)
+            remainder = _subtract_where(remainder, divisor, subtract)
+            quotient = (quotient << 1) | subtract.astype(_U32)
+    return quotient, remainder
+
+
+def _at_least(a: Wide, b: Wide) -> Any:
+    return (a.high > b.high) | ((a.high == b.high) & (a.low >= b.low))
+
+
+def _subtract_where(a: Wide, b: Wide, condition: Any) -> Wide:
+    """`a - b` (modulo 2**64) where `condition`, else `a`."""
+    mask = condition.astype(_U32) * _U32(0xFFFFFFFF)
+    low, high = b.low & mask, b.high & mask
+    borrow = (a.low < low).astype(_U32)
+    return Wide(a.high - high - borrow, a.low - low)
+
+
+def divmod_small(high: Any, low: Any, divisor: int) -> tuple[Wide, Any]:
     """`divmod((high, low), divisor)` for a static divisor below 2**24, a byte at a time.
 
     Examples:
@@ -69,7 +158,7 @@ def divmod_small(high: Any, low: Any, divisor: int) -> tuple[tuple[Any, Any], An
             digit, remainder = current // d, current % d
             quotient_high = (quotient_high << 8) | (quotient_low >> 24)
             quotient_low = (quotient_low << 8) | digit
-    return (quotient_high, quotient_low), remainder
+    return Wide(quotient_high, quotient_low), remainder
 
 
 def divmod_low(high: Any, low: Any, divisor: int) -> tuple[Any, Any]:

@@ -8,6 +8,7 @@ and a StopIteration becomes a `UserStopIterationError` (`validate.note_user_erro
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -17,7 +18,12 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
-from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
+from grainfn._src.core.dataset import (
+    ElementStage,
+    function_name,
+    read_each,
+    set_length,
+)
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,
@@ -27,6 +33,8 @@ from grainfn._src.core.stream import (
     element_before,
     state_of,
 )
+from grainfn._src.index import jax_keys
+from grainfn._src.index.jax_keys import JaxKeys
 from grainfn._src.index.rng import ElementRng
 
 T = TypeVar("T")
@@ -62,19 +70,34 @@ class MappedDataset(ElementStage[Any]):
         return f"map({function_name(self.fn)})"
 
 
+RNGS = ("numpy", "jax")
+"""What a random_map function draws from: a numpy Generator (Grain's), or a jax.random key."""
+
+
+def element_rngs(seed: int, rng: str, length: int) -> ElementRng | JaxKeys:
+    """The per-position draws of a random_map: `at(index)` gives the Generator or key."""
+    return ElementRng(seed) if rng == "numpy" else JaxKeys(seed, length)
+
+
+def _rng_suffix(rng: str) -> str:
+    return "" if rng == "numpy" else f", rng={rng}"
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class RandomMappedDataset(ElementStage[Any]):
     """`fn(element, rng)` where `rng` depends only on (seed, index)."""
 
     spec_rule = "mapped"
 
-    fn: Callable[[Any, np.random.Generator], Any]
+    fn: Callable[[Any, Any], Any]
     seed: int
-    rngs: ElementRng = dataclasses.field(init=False, compare=False)
+    rng: str = "numpy"
+    """"numpy": a Generator, Grain's draws; "jax": a `jax.random` key, the device's draws."""
+    rngs: ElementRng | JaxKeys = dataclasses.field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         set_length(self, self.parent.length)
-        object.__setattr__(self, "rngs", ElementRng(self.seed))
+        object.__setattr__(self, "rngs", element_rngs(self.seed, self.rng, self.length))
 
     def _get(self, index: int) -> Any:
         element = self.parent._get(index)
@@ -96,7 +119,7 @@ class RandomMappedDataset(ElementStage[Any]):
         return read_each(self, indices)
 
     def describe_stage(self) -> str:
-        return f"random_map({function_name(self.fn)}, seed={self.seed})"
+        return f"random_map({function_name(self.fn)}, seed={self.seed}{_rng_suffix(self.rng)})"
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -208,16 +231,18 @@ class RandomMappedStream(CountingStream):
 
     spec_rule = "mapped"
 
-    fn: Callable[[Any, np.random.Generator], Any]
+    fn: Callable[[Any, Any], Any]
     seed: int
     draws: tuple[int, int] = (0, 1)
     """`(first, step)`: element `n` takes the draws of index `first + n * step`. Logical
     shard `i` of `k` takes `(i, k)`, so shards never repeat each other's draws (Grain's
     rule for the workers of a multi-threaded prefetch)."""
-    rngs: ElementRng = dataclasses.field(init=False, compare=False)
+    rng: str = "numpy"
+    """"numpy": a Generator, Grain's draws; "jax": a `jax.random` key of the count."""
+    rngs: ElementRng | JaxKeys = dataclasses.field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rngs", ElementRng(self.seed))
+        object.__setattr__(self, "rngs", element_rngs(self.seed, self.rng, sys.maxsize))
 
     def open(self, state: CountState) -> Cursor:
         fn, at = self.fn, self.rngs.at
@@ -233,7 +258,8 @@ class RandomMappedStream(CountingStream):
     def describe_stage(self) -> str:
         first, step = self.draws
         shard = "" if (first, step) == (0, 1) else f", draws={first}::{step}"
-        return f"random_map({function_name(self.fn)}, seed={self.seed}{shard})"
+        name = function_name(self.fn)
+        return f"random_map({name}, seed={self.seed}{shard}{_rng_suffix(self.rng)})"
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -308,24 +334,48 @@ def map(fn: Callable[[Any], Any], data: Data) -> Data:
 
 @toolz.curry
 def random_map(
-    fn: Callable[[Any, np.random.Generator], Any], data: Data, *, seed: int | None = None
+    fn: Callable[[Any, Any], Any], data: Data, *, seed: int | None = None, rng: str = "numpy"
 ) -> Data:
-    """`fn(element, rng)` with a generator that depends only on (seed, position).
+    """`fn(element, rng)` with draws that depend only on (seed, position).
 
     On a dataset the position is the index; on a stream it is the number of
     elements the stage has seen, as in Grain.
+
+    With `rng="numpy"` (the default) `fn` gets a numpy Generator, and the
+    draws are Grain's. With `rng="jax"` it gets a `jax.random` key, the one
+    `fn.to_jax` gives the same position on device (see
+    `grainfn._src.index.jax_keys`): the draws are the same on the host, in
+    host workers and on device, so a run moves between them. Only that form
+    runs on device; the host computes its keys with jax on the CPU.
 
     Examples:
         >>> from grainfn.fn import range
         >>> ds = random_map(lambda x, rng: x + rng.integers(100), range(3), seed=7)
         >>> bool(ds.get(1) == ds.get(1))
         True
+        >>> import jax
+        >>> from grainfn import fn
+        >>> keyed = random_map(lambda x, key: x + jax.random.randint(key, (), 0, 100), range(3),
+        ...                    seed=7, rng="jax")
+        >>> bool(keyed.get(1) == fn.to_jax(keyed).get(1))
+        True
     """
     validate.check_callable(fn, "random_map fn")
+    if rng not in RNGS:
+        raise ValueError(
+            f"random_map rng must be one of {list(RNGS)} (a numpy Generator, Grain's draws; "
+            f"or a jax.random key, the device's), got {validate.short_repr(rng)}."
+        )
+    if rng == "jax":
+        problem = jax_keys.prng_impl_problem("random_map")
+        if problem is not None:
+            raise TypeError(problem)
+    limit = jax_keys.SEED_LIMIT if rng == "jax" else None
     if isinstance(data, Stream):
-        return RandomMappedStream(data, fn, op_seed(seed, data, "random_map", limit=None))
+        seed = op_seed(seed, data, "random_map", limit=limit)
+        return RandomMappedStream(data, fn, seed, rng=rng)
     ds = as_dataset(data, "random_map")
-    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=None))
+    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=limit), rng=rng)
 
 
 @toolz.curry
