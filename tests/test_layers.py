@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fn",),
     ("testing", "loader"),
     ("facade",),
+    ("python",),
     ("public",),
     ("demo",),
     ("main",),

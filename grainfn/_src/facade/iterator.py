@@ -159,6 +159,8 @@ class DatasetIterator(CheckpointableIterator[T]):
             self._next = core.next_element
 
     def __repr__(self) -> str:
+        if not hasattr(self, "_codec"):  # a subclass that iterates by itself
+            return object.__repr__(self)
         lines = "\n".join("  " + line for line in self._codec.pipeline)
         return f"DatasetIterator at {self._core.state} of:\n{lines}"
 

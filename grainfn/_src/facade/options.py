@@ -113,3 +113,33 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def determine_worker_count(input_worker_count: int | None) -> int:
+    """How many worker processes a request for `input_worker_count` gets.
+
+    `DataLoader`'s rule for its `worker_count`, and Grain's internal
+    `data_loader._determine_worker_count`: a count is checked and kept, None
+    is every core this process may run on (Grain counts every core of the
+    machine, `os.cpu_count()`, and keeps a negative count).
+
+    Args:
+        input_worker_count: A number of workers, or None.
+
+    Raises:
+        TypeError: if the count is not an integer.
+        ValueError: if it is negative.
+
+    Examples:
+        >>> determine_worker_count(3)
+        3
+        >>> determine_worker_count(None) == available_cores()
+        True
+        >>> determine_worker_count(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: worker_count must be an integer >= 0, got -1.
+    """
+    if input_worker_count is None:
+        return available_cores()
+    return validate.check_nonnegative_int(input_worker_count, "worker_count")

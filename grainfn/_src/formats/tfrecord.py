@@ -201,6 +201,24 @@ def write_tfrecords(path: str | os.PathLike[str], records: Iterable[Any]) -> str
 # --- reading --------------------------------------------------------------------------
 
 
+def truncated_error(path: Any, offset: int, what: str, need: int, have: int) -> ValueError:
+    """The error for a TFRecord file that ends inside the record at byte `offset`."""
+    return ValueError(
+        f"TFRecord file {path!r} is truncated at byte {offset}: {what} needs {need} bytes "
+        f"there, but the file ends {have} bytes later. It was cut short (an unfinished "
+        "write?), or is not a TFRecord file."
+    )
+
+
+def corrupt_error(path: Any, offset: int, what: str, stored: int, computed: int) -> ValueError:
+    """The error for a checksum of the record at byte `offset` that is not the one stored."""
+    return ValueError(
+        f"TFRecord file {path!r} is corrupt at byte {offset}: the checksum of {what} is "
+        f"{computed:#010x}, but {stored:#010x} is stored. The file is damaged or not a "
+        "TFRecord file, or reading started at an offset that is not the start of a record."
+    )
+
+
 @records.register
 class TFRecordPosition(NamedTuple):
     """State of a TFRecord file stream: the byte offset of the next record in the file.
@@ -325,19 +343,10 @@ class TFRecordCursor(BaseCursor):
         return 0
 
     def _truncated(self, what: str, need: int, have: int) -> ValueError:
-        return ValueError(
-            f"TFRecord file {self.path!r} is truncated at byte {self.start + self.at}: "
-            f"{what} needs {need} bytes there, but the file ends {have} bytes later. It was "
-            "cut short (an unfinished write?), or is not a TFRecord file."
-        )
+        return truncated_error(self.path, self.start + self.at, what, need, have)
 
     def _corrupt(self, what: str, stored: int, computed: int) -> ValueError:
-        return ValueError(
-            f"TFRecord file {self.path!r} is corrupt at byte {self.start + self.at}: the "
-            f"checksum of {what} is {computed:#010x}, but {stored:#010x} is stored. The file "
-            "is damaged or not a TFRecord file, or reading started at an offset that is not "
-            "the start of a record."
-        )
+        return corrupt_error(self.path, self.start + self.at, what, stored, computed)
 
     def state(self) -> TFRecordPosition:
         return TFRecordPosition(self.start + self.at)

@@ -1,0 +1,1 @@
+"""Grain's internal package `grain._src.python.dataset`, for its modules' paths."""

@@ -1,0 +1,1 @@
+"""Grain's internal package `grain._src.python.dataset.transformations`, for its modules' paths."""

@@ -1,0 +1,10 @@
+"""Grain's internal `grain._src.python.dataset.transformations.flatmap`, for its importers.
+
+axlearn (its `map_over_dataset`) builds `flatmap.FlatMapMapDataset(parent=ds, transform=t)`
+from this path. `FlatMapMapDataset` and `FlatMapIterDataset` are grainfn's own,
+from `grainfn._src.facade.experimental` (`grainfn.experimental`).
+"""
+
+from grainfn._src.facade.experimental import FlatMapIterDataset, FlatMapMapDataset
+
+__all__ = ["FlatMapIterDataset", "FlatMapMapDataset"]

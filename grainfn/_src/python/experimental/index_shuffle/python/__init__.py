@@ -1,0 +1,1 @@
+"""Grain's internal package `grain._src.python.experimental.index_shuffle.python`."""
