@@ -176,3 +176,17 @@ def test_wide_arithmetic_splits_by_lengths_past_32_bits(x64: bool) -> None:
     with jax.enable_x64(x64):
         assert_device_equals_host(fn.batch(2, long), [0, 2**31 - 1])
         scan_from(long, 6 * 10**9 - 2, 4)  # across the end of its epoch 0
+
+
+def test_components_of_other_dtypes_are_refused_not_promoted() -> None:
+    small = fn.source(np.arange(5, dtype=np.int8))
+    wide_ints = fn.source(np.arange(5, dtype=np.int32))
+    # The issue: an int8 element came out int32 on device only.
+    with pytest.raises(TypeError, match=r"component 0: int8; component 1: int32.*astype"):
+        fn.to_jax(fn.mix([small, wide_ints]))
+    with pytest.raises(TypeError, match="different dtypes"):
+        fn.to_jax(fn.concatenate([wide_ints, fn.source(np.arange(3, dtype=np.float32))]))
+    same = fn.mix([small, fn.map(lambda x: x.astype(np.int8), wide_ints)])
+    device = fn.to_jax(same).get_many(jnp.arange(6))
+    assert device.dtype == np.int8
+    np.testing.assert_array_equal(device, np.stack(same.get_many(range(6))))

@@ -58,6 +58,7 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
     if bound < c.mode.limit:
         whole = whole_position(c.mode, ds, bound)
         programs = [_at_key(c, part, b) for part, b in zip(ds.components, key_bounds)]
+        _check_alike(c, ds, programs, _scalar(c.mode.unsigned))
 
         def program(arrays: Sequence[Any], at: Split) -> Any:
             import jax.numpy as jnp
@@ -76,6 +77,7 @@ def mix_rule(c: Compiler, ds: MixedDataset, bound: int) -> Program:
         c.mode,
     )
     wide_programs = [_at_wide_key(c, part, b) for part, b in zip(ds.components, key_bounds)]
+    _check_alike(c, ds, wide_programs, wide.Wide(_scalar(np.uint32), _scalar(np.uint32)))
 
     def wide_program(arrays: Sequence[Any], at: Split) -> Any:
         import jax.numpy as jnp
@@ -99,6 +101,7 @@ def concatenate_rule(c: Compiler, ds: ConcatenatedDataset, bound: int) -> Progra
         c.compile(component, parent_bound(ds.length, bound, component.length))
         for component in present
     ]
+    _check_alike(c, ds, programs, Split(_scalar(c.mode.unsigned), _scalar(c.mode.unsigned)))
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
         import jax.numpy as jnp
@@ -130,6 +133,7 @@ def select_rule(c: Compiler, ds: SelectedDataset, bound: int) -> Program:
             c.mode,
         )
         programs.append(_at_key(c, component, key_bound))
+    _check_alike(c, ds, programs, _scalar(c.mode.unsigned))
     which = c.add(components)
     positions = c.add(keys.astype(np.uint64).astype(c.mode.unsigned))
 
@@ -162,39 +166,51 @@ def _switch(
     arrays: Sequence[Any],
     where: Any,
 ) -> Any:
-    """The element of the component `component` names, from `programs[component]`.
-
-    Components whose leaves differ only in dtype (a range of int32 beside a
-    source of int8) are promoted to a common dtype, as numpy would stack them.
-    """
+    """The element of the component `component` names, from `programs[component]`."""
     import jax
-    import jax.numpy as jnp
 
     if len(programs) == 1:
         return programs[0](arrays, where)
     branches = [lambda where, p=p: p(arrays, where) for p in programs]
-    shapes = [jax.eval_shape(branch, where) for branch in branches]
+    return jax.lax.switch(component, branches, where)
+
+
+def _scalar(dtype: Any) -> Any:
+    import jax
+
+    return jax.ShapeDtypeStruct((), dtype)
+
+
+def _check_alike(
+    c: Compiler, ds: Any, programs: Sequence[Callable[[Sequence[Any], Any], Any]], where: Any
+) -> None:
+    """Refuses components whose elements differ in structure, shape or dtype.
+
+    One device array holds every element, while on the host each element
+    keeps its component's dtype: so nothing is promoted, and other dtypes are
+    refused here, when `to_jax` is called. `where` describes a program's input.
+    """
+    import jax
+
+    arrays = [jax.ShapeDtypeStruct(np.shape(a), np.dtype(a.dtype)) for a in c.arrays]
+    shapes = [jax.eval_shape(lambda a, w, p=p: p(a, w), arrays, where) for p in programs]
     structures = {jax.tree_util.tree_structure(shape) for shape in shapes}
     leaf_shapes = {tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(s)) for s in shapes}
     if len(structures) > 1 or len(leaf_shapes) > 1:
-        raise TypeError(
-            f"to_jax: the components of {ds.describe_stage()!r} give elements of different "
-            f"structures or shapes ({shapes}), which one device array cannot hold. Map them "
-            "to one element structure first."
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its components give elements of "
+            f"different structures or shapes ({shapes}), which one device array cannot "
+            "hold. Map them to one element structure first."
         )
-    dtypes = [
-        jnp.result_type(*leaves) for leaves in zip(*(jax.tree_util.tree_leaves(s) for s in shapes))
-    ]
-
-    def promoted(branch: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        def run(where: Any) -> Any:
-            leaves, structure = jax.tree_util.tree_flatten(branch(where))
-            cast = [leaf.astype(dtype) for leaf, dtype in zip(leaves, dtypes)]
-            return jax.tree_util.tree_unflatten(structure, cast)
-
-        return run
-
-    return jax.lax.switch(component, [promoted(branch) for branch in branches], where)
+    dtypes = [tuple(str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(s)) for s in shapes]
+    if len(set(dtypes)) > 1:
+        listed = "; ".join(f"component {i}: {', '.join(d)}" for i, d in enumerate(dtypes))
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its components give leaves of "
+            f"different dtypes ({listed}). On the host each element keeps its component's "
+            "dtype, and one device array cannot, so nothing is promoted: map the components "
+            "to one dtype first, e.g. fn.map(lambda x: x.astype(np.int32), component)."
+        )
 
 
 def _check_table(size: int, ds: Any, what: str) -> None:

@@ -220,7 +220,9 @@ def _apply_fn(op: tuple[Any, ...], ds: Any, functions: Functions = INTEGERS) -> 
 
 
 @st.composite
-def device_dataset_specs(draw: Any, depth: int = 2, batch: bool = True) -> tuple[Any, ...]:
+def device_dataset_specs(
+    draw: Any, depth: int = 2, batch: bool = True, head_kind: str | None = None
+) -> tuple[Any, ...]:
     """Specs of random map-level pipelines that `fn.to_jax` supports (some may be empty).
 
     Components of a mix or concatenation are not batched: on device they give
@@ -228,7 +230,10 @@ def device_dataset_specs(draw: Any, depth: int = 2, batch: bool = True) -> tuple
     """
     if depth > 0 and draw(st.integers(0, 4)) == 0:
         kind = draw(st.sampled_from(["mix", "concatenate"]))
-        part = device_dataset_specs(depth=depth - 1, batch=False)
+        # Components give one dtype: one head kind, and no map_with_index (its index is
+        # the position dtype, int32 or int64, which promotes an int32 source's rows).
+        head_kind = head_kind or draw(st.sampled_from(["range", "source"]))
+        part = device_dataset_specs(depth=depth - 1, batch=False, head_kind=head_kind)
         parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
         weights = draw(
             st.none()
@@ -236,16 +241,20 @@ def device_dataset_specs(draw: Any, depth: int = 2, batch: bool = True) -> tuple
         )
         head: tuple[Any, ...] = ("mix", parts, weights) if kind == "mix" else ("concatenate", parts)
     else:
-        head = (draw(st.sampled_from(["range", "source"])), draw(st.integers(1, 40)))
-    ops = draw(st.lists(device_op(batch), max_size=5))
+        kinds = [head_kind] if head_kind else ["range", "source"]
+        head = (draw(st.sampled_from(kinds)), draw(st.integers(1, 40)))
+    ops = draw(st.lists(device_op(batch, with_index=head_kind is None), max_size=5))
     if draw(st.booleans()):
         ops.insert(0, ("seed", draw(seeds)))
     return (head, *ops)
 
 
 @st.composite
-def device_op(draw: Any, batch: bool = True) -> tuple[Any, ...]:
-    """One map-level stage spec that runs on device (not a batch unless `batch`)."""
+def device_op(draw: Any, batch: bool = True, with_index: bool = True) -> tuple[Any, ...]:
+    """One map-level stage spec that runs on device.
+
+    No batch unless `batch`, and no map_with_index unless `with_index`.
+    """
     kind = draw(
         st.sampled_from(
             [
@@ -256,8 +265,8 @@ def device_op(draw: Any, batch: bool = True) -> tuple[Any, ...]:
                 "take",
                 "repeat",
                 "map",
-                "map_with_index",
             ]
+            + (["map_with_index"] if with_index else [])
             + (["batch"] if batch else [])
         )
     )
