@@ -87,7 +87,7 @@ def test_repr_shows_the_pipeline_one_line_per_stage() -> None:
     ds = grain.MapDataset.range(10).seed(4).shuffle().map(str).batch(2)
     assert repr(ds).splitlines() == [
         "MapDataset:",
-        "  batch(2)  [length 5]",
+        "  batch(2, sort_keys=True)  [length 5]",
         "    map(str)  [length 10]",
         f"      shuffle(seed={ds.core.parent.parent.seed})  [length 10]",
         "        seed(4)  [length 10]",

@@ -157,7 +157,7 @@ def test_debug_mode_times_new_iterators_only(debug_mode: None) -> None:
     first = [next(it).tolist() for _ in range(2)]
     state = it.get_state()
     stats = grain.stage_stats(it)
-    assert stats[0].stage == "batch(2)" and stats[0].elements == 2
+    assert stats[0].stage == "batch(2, sort_keys=True)" and stats[0].elements == 2
     assert "| " in grain.describe_text(it)
     rest = [b.tolist() for b in it]
     it.set_state(state)  # resuming keeps timing and counts on
@@ -191,7 +191,7 @@ def test_worker_processes_are_timed_as_one_stage(debug_mode: None) -> None:
         assert [b.tolist() for b in it] == [b.tolist() for b in ds]
         stats = grain.stage_stats(it)
         text = grain.describe_text(it)
-    assert [s.stage for s in stats] == ["batch(4)", "from_dataset()"]
+    assert [s.stage for s in stats] == ["batch(4, sort_keys=True)", "from_dataset()"]
     assert "worker processes" in stats[1].note
     assert stats[1].elements == 16
     lines = text.splitlines()

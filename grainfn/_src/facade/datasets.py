@@ -99,10 +99,10 @@ class _Stages(SharedMemoryOutput, Generic[T]):
         drop_remainder: bool = False,
         batch_fn: Callable[[Sequence[Any]], Any] | None = None,
     ) -> _S:
-        """Consecutive elements stacked leaf by leaf along a new first axis."""
-        return self._rewrap(
-            fn.batch(batch_size, self.core, drop_remainder=drop_remainder, batch_fn=batch_fn)
-        )
+        """Consecutive elements stacked leaf by leaf, dict keys sorted as in Grain (`fn.batch`)."""
+        sort = batch_fn is None  # Grain's stacking sorts keys; a batch_fn's batches are its own
+        batch = fn.batch(batch_size, drop_remainder=drop_remainder, batch_fn=batch_fn)
+        return self._rewrap(batch(self.core, sort_keys=sort))
 
     def pipe(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """`func(self, *args, **kwargs)`: for chaining functions that take a dataset."""

@@ -52,7 +52,7 @@ def describe(pipeline: Any, *, file: TextIO | None = None) -> None:
     Examples:
         >>> import grainfn as grain
         >>> grain.describe(grain.MapDataset.range(6).shuffle(seed=1).batch(2))
-        batch(2)  [length 3]
+        batch(2, sort_keys=True)  [length 3]
         └─ shuffle(seed=1)  [length 6]
            └─ range(0, 6, 1)  [length 6]
     """

@@ -38,7 +38,7 @@ import numpy as np
 from grainfn._src.core import pytree as tree
 from grainfn._src.core.dataset import Dataset, function_name
 from grainfn._src.core.stream import Stream
-from grainfn._src.stages.batch import batch_and_pad
+from grainfn._src.stages.batch import batch_and_pad, sorted_keys
 
 _TRANSFORM_METHODS = ("map", "random_map", "map_with_index")
 
@@ -202,7 +202,8 @@ def _batched_spec(stage: Any) -> Any:
         return target.output_spec(spec, stage.batch_size, stage.drop_remainder)
     else:
         raise _custom_batch_fn(stage)
-    return with_batch_axis(spec, size)
+    batched = with_batch_axis(spec, size)
+    return sorted_keys(batched, spec) if getattr(stage, "sort_keys", False) else batched
 
 
 def _rebatched(stream: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 from grainfn._src.core import pytree as tree
 from grainfn._src.core.dataset import function_name
 from grainfn._src.loader.records import Record, RecordMetadata
+from grainfn._src.stages.batch import sorted_keys
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +114,8 @@ def stack_legacy(elements: Sequence[Any]) -> Any:
     another element has a subtree is refused too (`strict`), and every
     structure mismatch is a TypeError, as Grain's legacy operation raises
     (its `Batch` transformation and datasets raise ValueError); the message
-    names the path where the structures differ.
+    names the path where the structures differ. Dict keys come out sorted,
+    as Grain's (`stack_sorted`).
 
     Examples:
         >>> stack_legacy([[1, 2], [3, 4]])
@@ -125,17 +127,30 @@ def stack_legacy(elements: Sequence[Any]) -> Any:
         dict with keys ['a'] but element 1 is a dict with keys ['b'].
     """
     try:
-        return tree.stack(elements, strict=True)
+        return sorted_keys(tree.stack(elements, strict=True), elements[0])
     except tree.StructureError as error:
         raise TypeError(str(error)) from None
+
+
+def stack_sorted(elements: Sequence[Any]) -> Any:
+    """`pytree.stack` with the batch's dict keys sorted: a DataLoader `Batch`, as Grain's.
+
+    Examples:
+        >>> stack_sorted([{"b": 1, "a": 2}, {"b": 3, "a": 4}])
+        {'a': array([2, 4]), 'b': array([1, 3])}
+    """
+    return sorted_keys(tree.stack(elements), elements[0])
 
 
 @dataclasses.dataclass(frozen=True)
 class RecordBatch:
     """One record of the batched data, with the last record's metadata minus its key.
 
-    `legacy` stacks as Grain's legacy `BatchOperation` (`stack_legacy`) when
-    there is no `batch_fn`; it does not change the pipeline's description.
+    Without a `batch_fn` the data is stacked with its dict keys sorted, as
+    Grain's DataLoader batches (`stack_sorted`), and a `batch_fn`'s batches
+    are kept as it makes them. `legacy` stacks as Grain's legacy
+    `BatchOperation` (`stack_legacy`) when there is no `batch_fn`; it does not
+    change the pipeline's description.
     """
 
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
@@ -148,5 +163,5 @@ class RecordBatch:
 
     def __call__(self, records: Sequence[Record[Any]]) -> Record[Any]:
         """The batch of the records."""
-        make = self.batch_fn or (stack_legacy if self.legacy else tree.stack)
+        make = self.batch_fn or (stack_legacy if self.legacy else stack_sorted)
         return Record(records[-1].metadata.remove_record_key(), make([r.data for r in records]))

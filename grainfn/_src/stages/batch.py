@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -35,6 +37,7 @@ class BatchedDataset(OneParent):
     batch_size: int
     drop_remainder: bool = False
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
+    sort_keys: bool = False
 
     def __post_init__(self) -> None:
         parent_length = self.parent.length
@@ -68,9 +71,14 @@ class BatchedDataset(OneParent):
         positions = _parent_positions(starts, stops, sizes)
         if self.batch_fn is None:
             array = self.parent._get_array(positions)
-            if array is not None:
+            if array is not None:  # rows of numbers: no dict to order
                 return tree.split_rows(array, sizes)
-            return tree.stack_runs(self.parent._get_many(positions), sizes)
+            elements = self.parent._get_many(positions)
+            batches = tree.stack_runs(elements, sizes)
+            if not self.sort_keys:
+                return batches
+            firsts = (np.cumsum(sizes) - sizes).tolist()
+            return [sorted_keys(b, elements[first]) for b, first in zip(batches, firsts)]
         make, elements = self.batch_fn, self.parent._get_many(positions)
         runs = list(zip(indices.tolist(), sizes.tolist(), np.cumsum(sizes).tolist()))
         try:
@@ -91,9 +99,7 @@ class BatchedDataset(OneParent):
             raise
 
     def describe_stage(self) -> str:
-        extra = ", drop_remainder=True" if self.drop_remainder else ""
-        fn = f", batch_fn={function_name(self.batch_fn)}" if self.batch_fn else ""
-        return f"batch({self.batch_size}{extra}{fn})"
+        return _describe(self.batch_size, self.drop_remainder, self.batch_fn, self.sort_keys)
 
     def trace_parent(self, index: int) -> ParentIndex:
         """The first parent index of the batch, and the batch's size."""
@@ -120,10 +126,12 @@ class BatchedStream(PassThroughStream):
     batch_size: int
     drop_remainder: bool = False
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
+    sort_keys: bool = False
 
     def open(self, state: Any) -> Cursor:
         if self.batch_fn is None:
-            return _BatchCursor(self.parent.open(state), self.batch_size, self.drop_remainder)
+            parent = self.parent.open(state)
+            return _BatchCursor(parent, self.batch_size, self.drop_remainder, self.sort_keys)
         return _UserBatchCursor(
             self.parent.open(state),
             self.batch_size,
@@ -133,17 +141,25 @@ class BatchedStream(PassThroughStream):
         )
 
     def describe_stage(self) -> str:
-        extra = ", drop_remainder=True" if self.drop_remainder else ""
-        fn = f", batch_fn={function_name(self.batch_fn)}" if self.batch_fn else ""
-        return f"batch({self.batch_size}{extra}{fn})"
+        return _describe(self.batch_size, self.drop_remainder, self.batch_fn, self.sort_keys)
+
+
+def _describe(size: int, drop: bool, make: Callable[..., Any] | None, sort: bool) -> str:
+    """The stage's line: only the options that are set, so `batch(n)` reads as it always has."""
+    extra = ", drop_remainder=True" if drop else ""
+    fn = f", batch_fn={function_name(make)}" if make else ""
+    keys = ", sort_keys=True" if sort else ""
+    return f"batch({size}{extra}{fn}{keys})"
 
 
 class _BatchCursor(BaseCursor):
-    def __init__(self, parent: Cursor, size: int, drop: bool) -> None:
-        self.parent, self.size, self.drop = parent, size, drop
+    def __init__(self, parent: Cursor, size: int, drop: bool, sort: bool = False) -> None:
+        self.parent, self.size, self.drop, self.sort = parent, size, drop, sort
 
     def next(self) -> Any:
-        return tree.stack(self._values())
+        values = self._values()
+        batch = tree.stack(values)
+        return sorted_keys(batch, values[0]) if self.sort else batch
 
     def _values(self) -> list[Any]:
         """The elements of the next batch; StopIteration at the end."""
@@ -190,22 +206,56 @@ def batch(
     *,
     drop_remainder: bool = False,
     batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+    sort_keys: bool = False,
 ) -> Data:
     """Consecutive elements stacked leaf by leaf along a new first axis.
 
     A dataset batches every epoch on its own, so no batch mixes two epochs.
     With `batch_fn`, that function turns each list of elements into a batch.
 
+    Key order: a batched dict has the keys of the batch's first element in
+    that element's order (insertion order), at every level. With
+    `sort_keys=True` they come out sorted instead (`sorted_keys`), the order
+    Grain's batches have (JAX's pytree order); the Grain API's batches set it.
+
+    Args:
+        batch_size: Elements per batch, at least 1.
+        data: A dataset or a stream.
+        drop_remainder: Drop each epoch's last batch (a stream's last batch)
+            if it is short.
+        batch_fn: Makes a batch of a list of elements, instead of stacking.
+        sort_keys: Sort the keys of the batch's dicts. Only for the batches
+            this stage stacks: a `batch_fn` orders its own batches.
+
+    Returns:
+        A dataset of `ceil(length / batch_size)` batches (`floor` with
+        `drop_remainder`), or a stream of batches.
+
+    Raises:
+        ValueError: if `batch_size` is not a positive int, if a map-level batch
+            follows a stage that leaves holes (a filter), or if `sort_keys`
+            comes with a `batch_fn`.
+
     Examples:
-        >>> from grainfn.fn import range
+        >>> from grainfn.fn import range, source
         >>> batch(2, range(5)).get_many([0, 2, 3])
         [array([0, 1]), array([4]), array([0, 1])]
+        >>> list(batch(2, source([{"b": 1, "a": 2}] * 2)).get(0))
+        ['b', 'a']
+        >>> list(batch(2, source([{"b": 1, "a": 2}] * 2), sort_keys=True).get(0))
+        ['a', 'b']
     """
     batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
     if batch_fn is not None:
         validate.check_callable(batch_fn, "batch_fn")
+        if sort_keys:
+            raise ValueError(
+                f"batch got sort_keys=True and batch_fn={function_name(batch_fn)}: sort_keys "
+                "orders the batches that batch stacks itself, and a batch_fn makes its own. "
+                "Drop sort_keys, and order the keys in the batch_fn if they matter."
+            )
     if isinstance(data, Stream):
-        return BatchedStream(data, batch_size, bool(drop_remainder), batch_fn)
+        return BatchedStream(data, batch_size, bool(drop_remainder), batch_fn, bool(sort_keys))
     ds = as_dataset(data, "batch")
     if (found := upstream_holes(ds)) is not None:
         raise ValueError(
@@ -214,7 +264,51 @@ def batch(
             "first: fn.batch(n, fn.from_dataset(ds)), or ds.to_iter_dataset().batch(n) in the "
             "Grain API."
         )
-    return BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn)
+    return BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn, bool(sort_keys))
+
+
+def sorted_keys(batch: Any, like: Any) -> Any:
+    """`batch` with the keys of its dicts sorted, at every level: Grain's (JAX's) key order.
+
+    `like` is an element of the batch (its first), whose structure `batch`
+    has: where it holds an `OrderedDict`, that dict keeps its order, as in
+    JAX. Keys that cannot be compared with each other (`1` and `"a"`) keep
+    their order too (Grain refuses such a dict). Lists, tuples and
+    namedtuples keep their order and type; leaves are returned as they are.
+
+    Args:
+        batch: A batch that `pytree.stack` made of elements like `like`.
+        like: One of the elements stacked.
+
+    Returns:
+        The same batch (the same leaves), its dicts rebuilt in sorted key order.
+
+    Examples:
+        >>> batch = {"b": 1, "a": [{"d": 2, "c": 3}]}
+        >>> sorted_keys(batch, batch)
+        {'a': [{'c': 3, 'd': 2}], 'b': 1}
+        >>> sorted_keys({"b": 1, "a": 2}, collections.OrderedDict(b=0, a=0))
+        {'b': 1, 'a': 2}
+        >>> sorted_keys({"b": 1, 2: 3}, {"b": 0, 2: 0})
+        {'b': 1, 2: 3}
+    """
+    try:
+        return _sorted_keys(batch, like)
+    except RecursionError:
+        raise tree.too_deep("A batch") from None
+
+
+def _sorted_keys(batch: Any, like: Any) -> Any:
+    if isinstance(batch, dict):
+        keys = list(batch)
+        if not isinstance(like, collections.OrderedDict):
+            with contextlib.suppress(TypeError):  # keys that do not compare: their own order
+                keys = sorted(keys)  # (list.sort would leave them half sorted)
+        return {key: _sorted_keys(batch[key], like[key]) for key in keys}
+    if isinstance(batch, (list, tuple)):
+        items = [_sorted_keys(b, e) for b, e in zip(batch, like)]
+        return type(batch)(*items) if hasattr(type(batch), "_fields") else type(batch)(items)
+    return batch
 
 
 def batch_and_pad(values: Sequence[T], *, batch_size: int, pad_value: Any = 0) -> T:

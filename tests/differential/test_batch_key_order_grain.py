@@ -1,0 +1,252 @@
+"""The key order of batched dicts, against Grain 0.2.18, on random nested structures.
+
+Grain stacks a batch with JAX's pytree functions, which give every dict of the
+batch its keys in sorted order, at every level (an `OrderedDict` keeps its
+order): `MapDataset.batch`, `IterDataset.batch` and a DataLoader's `Batch`, with
+or without workers. An element that is not batched keeps its own order, and so
+does a `batch_fn`'s batch (with 0 workers). grainfn's Grain API gives the same
+order (`fn.batch(..., sort_keys=True)`); the core `fn.batch` keeps the
+elements' insertion order unless asked. Each test compares the key lists at
+every nesting level, and the values leaf by leaf.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from absl import flags
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import grainfn
+from grainfn import fn
+
+pytestmark = pytest.mark.grain
+
+STRING_KEYS = ["a", "b", "B", "Z", "_x", "10", "9", "ab", "aa", "y", "z"]
+"""Keys whose sorted order differs from most insertion orders (case, digits, prefixes)."""
+
+LEAVES = ["int", "float", "array", "str", None]
+"""What a leaf of a template becomes in each element (None stays None: an empty subtree)."""
+
+
+def dict_of(values: st.SearchStrategy[Any], min_size: int) -> st.SearchStrategy[dict[Any, Any]]:
+    """Dicts with all-string or all-int keys (Grain refuses keys that do not compare)."""
+    keys = st.one_of(st.sampled_from(STRING_KEYS), st.integers(-3, 20))
+    return keys.flatmap(
+        lambda key: st.dictionaries(
+            st.sampled_from(STRING_KEYS) if isinstance(key, str) else st.integers(-3, 20),
+            values,
+            min_size=min_size,
+            max_size=5,
+        )
+    )
+
+
+def templates() -> st.SearchStrategy[dict[Any, Any]]:
+    """A top-level dict of leaf kinds nested in dicts, lists and tuples."""
+    nested = st.recursive(
+        st.sampled_from(LEAVES),
+        lambda children: st.one_of(
+            dict_of(children, min_size=0),
+            st.lists(children, min_size=1, max_size=3),
+            st.lists(children, min_size=1, max_size=3).map(tuple),
+        ),
+        max_leaves=12,
+    )
+    return dict_of(nested, min_size=1)
+
+
+def element(template: Any, index: int, counter: itertools.count[int] | None = None) -> Any:
+    """The element `index` of a template: every leaf a value of its kind unique to (index, leaf)."""
+    counter = itertools.count() if counter is None else counter
+    if isinstance(template, dict):
+        return {key: element(value, index, counter) for key, value in template.items()}
+    if isinstance(template, (list, tuple)):
+        return type(template)(element(value, index, counter) for value in template)
+    if template is None:
+        return None
+    value = 100 * index + next(counter)
+    if template == "int":
+        return value
+    if template == "float":
+        return value + 0.5
+    if template == "array":
+        return np.array([value, -value], dtype=np.int32)
+    return f"s{value}"
+
+
+def assert_same_tree(ours: Any, theirs: Any, path: str = "batch") -> None:
+    """Equal trees whose dicts have the same keys in the same order, at every level."""
+    if not isinstance(theirs, np.ndarray):
+        assert type(ours) is type(theirs), f"{path}: {type(ours)} != {type(theirs)}"
+    if isinstance(theirs, dict):
+        assert list(ours.keys()) == list(theirs.keys()), f"{path}: key order differs"
+        for key in theirs:
+            assert_same_tree(ours[key], theirs[key], f"{path}[{key!r}]")
+    elif isinstance(theirs, (list, tuple)):
+        assert len(ours) == len(theirs), path
+        for i, (a, b) in enumerate(zip(ours, theirs)):
+            assert_same_tree(a, b, f"{path}[{i}]")
+    elif isinstance(theirs, np.ndarray):  # Grain's workers hand out a subclass
+        assert ours.dtype == theirs.dtype, f"{path}: {ours.dtype} != {theirs.dtype}"
+        np.testing.assert_array_equal(ours, theirs, err_msg=path)
+    else:
+        assert ours == theirs, path
+
+
+def assert_same_batches(ours: list[Any], theirs: list[Any]) -> None:
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same_tree(a, b, f"batch {k}")
+
+
+def loader(module: Any, data: list[Any], operations: list[Any], workers: int) -> Any:
+    sampler = module.samplers.IndexSampler(
+        num_records=len(data),
+        shard_options=module.sharding.NoSharding(),
+        shuffle=False,
+        num_epochs=1,
+    )
+    return module.DataLoader(
+        data_source=data, sampler=sampler, operations=operations, worker_count=workers
+    )
+
+
+def read_both(kind: str, data: list[Any], size: int, drop: bool) -> tuple[list[Any], list[Any]]:
+    """What grainfn's Grain API and Grain itself yield for one batch kind."""
+    import grain
+
+    def build(module: Any) -> Any:
+        ds = module.MapDataset.source(data)
+        if kind == "MapDataset.batch":
+            return ds.batch(size, drop_remainder=drop)
+        if kind == "IterDataset.batch":
+            return ds.to_iter_dataset().batch(size, drop_remainder=drop)
+        if kind == "MapDataset.map":  # not batched: the element's own order
+            return ds.map(lambda x: x)
+        operations = [module.transforms.Batch(size, drop_remainder=drop)]
+        return loader(module, data, operations, workers=0)
+
+    return list(build(grainfn)), list(build(grain))
+
+
+KINDS = ["MapDataset.batch", "IterDataset.batch", "DataLoader Batch", "MapDataset.map"]
+
+
+@settings(max_examples=60)
+@given(
+    templates(),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.booleans(),
+    st.sampled_from(KINDS),
+)
+def test_batched_dicts_have_grains_key_order(
+    template: dict[Any, Any], count: int, size: int, drop: bool, kind: str
+) -> None:
+    note(f"template = {template!r}")
+    data = [element(template, i) for i in range(count)]
+    ours, theirs = read_both(kind, data, size, drop)
+    assert_same_batches(ours, theirs)
+
+
+@pytest.fixture
+def absl_flags_parsed() -> None:
+    if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
+        flags.FLAGS.mark_as_parsed()
+
+
+@pytest.mark.usefixtures("absl_flags_parsed")
+@settings(max_examples=2)
+@given(templates(), st.integers(1, 3))
+def test_a_dataloader_with_workers_batches_in_grains_key_order(
+    template: dict[Any, Any], size: int
+) -> None:
+    import grain
+
+    note(f"template = {template!r}")
+    data = [element(template, i) for i in range(5)]
+    ours = list(loader(grainfn, data, [grainfn.transforms.Batch(size)], workers=1))
+    theirs = list(loader(grain, data, [grain.transforms.Batch(size)], workers=1))
+    assert_same_batches(ours, theirs)
+
+
+def test_an_ordered_dict_keeps_its_order_and_keys_that_do_not_compare_keep_theirs() -> None:
+    import grain
+
+    ordered = collections.OrderedDict([("b", 1), ("a", {"d": 2, "c": 3})])
+    ours = grainfn.MapDataset.source([ordered] * 2).batch(2)[0]
+    theirs = grain.MapDataset.source([ordered] * 2).batch(2)[0]
+    assert list(ours) == list(theirs) == ["b", "a"]
+    assert list(ours["a"]) == list(theirs["a"]) == ["c", "d"]
+    # Grain refuses such a dict wherever it reads one; grainfn batches it in its own order.
+    mixed = grainfn.MapDataset.source([{"b": 1, 2: 3}] * 2).batch(2)[0]
+    assert list(mixed) == ["b", 2]
+
+
+def test_a_batch_fns_batches_keep_their_order_as_in_grain() -> None:
+    import grain
+
+    def make(values: list[Any]) -> dict[str, Any]:
+        return {"z": len(values), "a": values[0]}
+
+    data = [{"b": i, "a": i} for i in range(4)]
+    for build in (
+        lambda m: list(m.MapDataset.source(data).batch(2, batch_fn=make)),
+        lambda m: list(loader(m, data, [m.transforms.Batch(2, batch_fn=make)], workers=0)),
+    ):
+        ours, theirs = build(grainfn), build(grain)
+        assert [list(b) for b in ours] == [list(b) for b in theirs] == [["z", "a"]] * 2
+
+
+def test_the_legacy_batch_operation_sorts_keys_as_grains() -> None:
+    import grain.python as grain_python
+
+    import grainfn.python
+
+    def batched(module: Any) -> list[Any]:
+        records = [
+            module.Record(module.RecordMetadata(i, record_key=i), {"b": i, "a": {"y": i, "x": i}})
+            for i in range(3)
+        ]
+        return [r.data for r in module.BatchOperation(2)(iter(records))]
+
+    assert_same_batches(batched(grainfn.python), batched(grain_python))
+
+
+def test_the_core_batch_keeps_insertion_order_unless_asked() -> None:
+    data = fn.source([{"b": i, "a": {"z": i, "y": i}} for i in range(4)])
+    kept = fn.batch(2, data).get(0)
+    assert list(kept) == ["b", "a"] and list(kept["a"]) == ["z", "y"]
+    for batched in (fn.batch(2, data, sort_keys=True), fn.batch(2, fn.from_dataset(data))):
+        first = next(fn.iterate(batched))
+        sort = batched.sort_keys
+        assert list(first) == (["a", "b"] if sort else ["b", "a"])
+
+
+def test_the_element_spec_of_a_batch_has_the_batches_key_order() -> None:
+    import grain
+
+    def spec(module: Any, batch: Any) -> Any:
+        struct = module.experimental.ShapeDtypeStruct
+
+        class Record(module.transforms.Map):
+            def map(self, x: int) -> dict[str, Any]:
+                return {"b": x, "a": {"z": 1.0, "y": x}}
+
+            def output_spec(self, input_spec: Any) -> dict[str, Any]:
+                del input_spec
+                inner = {"z": struct((), np.float64), "y": struct((), np.int64)}
+                return {"b": struct((), np.int64), "a": inner}
+
+        return module.experimental.get_element_spec(batch(module.MapDataset.range(4).map(Record())))
+
+    for batch in (lambda ds: ds.batch(2), lambda ds: ds.to_iter_dataset().batch(2)):
+        ours, theirs = spec(grainfn, batch), spec(grain, batch)
+        assert list(ours) == list(theirs) == ["a", "b"]
+        assert list(ours["a"]) == list(theirs["a"]) == ["y", "z"]
