@@ -50,11 +50,11 @@ from grainfn._src.stages.limit import limit as limit
 from grainfn._src.stages.map import CountState as CountState
 from grainfn._src.stages.map import map as map
 from grainfn._src.stages.map import map_with_index as map_with_index
-from grainfn._src.stages.map import random_map as random_map
 from grainfn._src.stages.mix import MixState as MixState
 from grainfn._src.stages.mix import concatenate as concatenate
 from grainfn._src.stages.mix import mix as mix
 from grainfn._src.stages.mix import select_from_datasets as select_from_datasets
+from grainfn._src.stages.random_map import random_map as random_map
 from grainfn._src.stages.rebatch import RebatchState as RebatchState
 from grainfn._src.stages.rebatch import rebatch as rebatch
 from grainfn._src.stages.repeat import RepeatState as RepeatState

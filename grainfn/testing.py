@@ -35,6 +35,7 @@ from grainfn._src.testing.assertions import (
     assert_elements_equal,
     assert_resumable,
 )
+from grainfn._src.testing.device_specs import build_device_dataset, device_dataset_specs
 from grainfn._src.testing.specs import (
     FILTERS,
     INTEGERS,
@@ -43,10 +44,8 @@ from grainfn._src.testing.specs import (
     Functions,
     add_one,
     build_dataset,
-    build_device_dataset,
     build_stream,
     dataset_specs,
-    device_dataset_specs,
     stream_specs,
     with_index,
 )

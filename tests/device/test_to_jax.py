@@ -381,3 +381,27 @@ def test_state_functions_take_the_to_jax_value_and_its_states_in_any_epoch() -> 
         fn.state_to_dict(ds, state)
     with pytest.raises(ValueError, match=r"in its epoch 21.*fn\.repeat\(None, ds\)"):
         fn.state_to_dict(ds, jds.host_state(state))
+
+
+def test_a_map_reads_extra_arrays_as_leaves_not_constants() -> None:
+    tokens = np.arange(1000, 1000 + 64 * 9, dtype=np.int32)  # a flat token stream
+
+    def window(i: Any, tokens: Any) -> Any:
+        return jax.lax.dynamic_slice(tokens, (i * 64,), (65,))  # inputs and targets
+
+    ds = fn.shuffle(fn.map(window, fn.range(8), arrays=tokens), seed=1)
+    jds = fn.to_jax(ds)
+    assert any(leaf.shape == tokens.shape for leaf in jds.arrays)
+    step = jax.jit(fn.JaxDataset.step)
+
+    def constants(jds: Any) -> list[str]:
+        text = step.lower(jds, jds.init()).as_text()
+        return [line for line in text.splitlines() if "constant" in line and "576xi32" in line]
+
+    assert constants(jds) == []  # the tokens are an argument, not a constant
+    closure = fn.map(lambda i: window(i, tokens), fn.range(8))
+    assert len(constants(fn.to_jax(closure))) == 1  # as a closure over them would fold them
+    element, _ = step(jds, jds.init())
+    np.testing.assert_array_equal(element, ds.get(0))
+    np.testing.assert_array_equal(jds.get_many(jnp.arange(16)), np.stack(ds.get_many(range(16))))
+    assert ds.get(0)[0] % 64 == 1000 % 64  # each window starts on a multiple of 64

@@ -24,7 +24,8 @@ from grainfn._src.device.ints import (
 )
 from grainfn._src.index import jax_keys
 from grainfn._src.stages.batch import BatchedDataset
-from grainfn._src.stages.map import IndexMappedDataset, MappedDataset, RandomMappedDataset
+from grainfn._src.stages.map import IndexMappedDataset, MappedDataset, WithArrays
+from grainfn._src.stages.random_map import RandomMappedDataset
 from grainfn._src.stages.sources import ArrayTree, RangeDataset, SourceDataset
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def source_rule(c: Compiler, ds: SourceDataset, bound: int) -> Program:
 
     tree = ds.source.tree if isinstance(ds.source, ArrayTree) else _items_array(ds)
     leaves, structure = jax.tree_util.tree_flatten(tree)
-    places = [c.add(_device_array(leaf, ds)) for leaf in leaves]
+    places = [c.add(_device_array(leaf, ds.describe_stage())) for leaf in leaves]
 
     def program(arrays: Sequence[Any], at: Split) -> Any:
         return jax.tree_util.tree_unflatten(structure, [arrays[i][at.offset] for i in places])
@@ -88,7 +89,8 @@ def _kind(item: Any) -> str:
     return type(item).__name__ if shape is None else f"{type(item).__name__} of shape {shape}"
 
 
-def _device_array(leaf: Any, ds: SourceDataset) -> Any:
+def _device_array(leaf: Any, stage: str) -> Any:
+    """`leaf` checked to be a numeric array that keeps its dtype on device."""
     import jax
 
     dtype = getattr(leaf, "dtype", None)
@@ -98,14 +100,14 @@ def _device_array(leaf: Any, ds: SourceDataset) -> Any:
     )
     if not hasattr(leaf, "shape") or not number:
         raise NotOnDeviceError(
-            f"to_jax cannot run {ds.describe_stage()!r}: a device source holds numeric arrays "
-            f"(a jax or numpy array, or a dict of them), got {type(leaf).__name__}. Pass "
-            "fn.source(jnp.asarray(data)) or fn.source({'x': xs, 'y': ys})."
+            f"to_jax cannot run {stage!r}: on device it reads numeric arrays (a jax or numpy "
+            f"array, or a dict of them), got {type(leaf).__name__}. Pass "
+            "jnp.asarray(data), or a dict such as {'x': xs, 'y': ys}."
         )
     canonical = jax.dtypes.canonicalize_dtype(dtype)
     if canonical != np.dtype(dtype):
         raise NotOnDeviceError(
-            f"to_jax cannot run {ds.describe_stage()!r}: its array of dtype {np.dtype(dtype)} "
+            f"to_jax cannot run {stage!r}: its array of dtype {np.dtype(dtype)} "
             f"would become {canonical} on device, so its elements would differ from the host's. "
             f"Convert it first (array.astype(np.{canonical})), or enable 64-bit types with "
             "jax.config.update('jax_enable_x64', True)."
@@ -115,8 +117,20 @@ def _device_array(leaf: Any, ds: SourceDataset) -> Any:
 
 @takes_wide_offsets
 def map_rule(c: Compiler, ds: MappedDataset, bound: int) -> Program:
+    import jax
+
     parent, fn, stage = c.compile(ds.parent, bound), ds.fn, ds.describe_stage()
-    return lambda arrays, at: _call(stage, fn, parent(arrays, at))
+    if not isinstance(fn, WithArrays):
+        return lambda arrays, at: _call(stage, fn, parent(arrays, at))
+    # The map's own arrays are leaves of the compiled value, as a source's are.
+    leaves, structure = jax.tree_util.tree_flatten(fn.arrays)
+    places = [c.add(_device_array(leaf, stage)) for leaf in leaves]
+
+    def program(arrays: Sequence[Any], at: Split) -> Any:
+        extra = jax.tree_util.tree_unflatten(structure, [arrays[i] for i in places])
+        return _call(stage, fn.fn, parent(arrays, at), extra)
+
+    return program
 
 
 def map_with_index_rule(c: Compiler, ds: IndexMappedDataset, bound: int) -> Program:

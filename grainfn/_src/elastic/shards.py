@@ -25,7 +25,7 @@ from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import Stream
 from grainfn._src.index import slicing
 from grainfn._src.parallel.prefetch import PrefetchedStream
-from grainfn._src.stages.map import RandomMappedStream
+from grainfn._src.stages.random_map import RandomMappedStream
 from grainfn._src.stages.slice import slice as slice_dataset
 
 

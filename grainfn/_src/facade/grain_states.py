@@ -55,8 +55,9 @@ from grainfn._src.stages.interleave import (
 )
 from grainfn._src.stages.iterable import IterableState, IterableStream
 from grainfn._src.stages.limit import LimitedStream, LimitState
-from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream, RandomMappedStream
+from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
+from grainfn._src.stages.random_map import RandomMappedStream
 from grainfn._src.stages.repeat import RepeatedStream, RepeatState
 from grainfn._src.stages.window_shuffle import WindowShuffledStream, WindowShuffleState
 from grainfn._src.stages.zip import ZippedStream, ZipState

@@ -1,4 +1,6 @@
-"""Stages that call a user function on every element: map, random_map, map_with_index.
+"""Stages that call a user function on every element: map and map_with_index.
+
+(random_map, which also hands the function draws, is `grainfn._src.stages.random_map`.)
 
 `None` (a position a filter emptied) passes through them untouched, as in Grain.
 An error of the user function gets a note naming the stage and the position,
@@ -8,7 +10,6 @@ and a StopIteration becomes a `UserStopIterationError` (`validate.note_user_erro
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
@@ -17,12 +18,11 @@ import toolz
 
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
-from grainfn._src.core.arguments import Data, as_dataset, op_seed
+from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import (
     ElementStage,
     function_name,
     read_each,
-    set_length,
 )
 from grainfn._src.core.stream import (
     BaseCursor,
@@ -33,9 +33,6 @@ from grainfn._src.core.stream import (
     element_before,
     state_of,
 )
-from grainfn._src.index import jax_keys
-from grainfn._src.index.jax_keys import JaxKeys
-from grainfn._src.index.rng import ElementRng
 
 T = TypeVar("T")
 
@@ -68,58 +65,6 @@ class MappedDataset(ElementStage[Any]):
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
-
-
-RNGS = ("numpy", "jax")
-"""What a random_map function draws from: a numpy Generator (Grain's), or a jax.random key."""
-
-
-def element_rngs(seed: int, rng: str, length: int) -> ElementRng | JaxKeys:
-    """The per-position draws of a random_map: `at(index)` gives the Generator or key."""
-    return ElementRng(seed) if rng == "numpy" else JaxKeys(seed, length)
-
-
-def _rng_suffix(rng: str) -> str:
-    return "" if rng == "numpy" else f", rng={rng}"
-
-
-@dataclasses.dataclass(frozen=True, repr=False)
-class RandomMappedDataset(ElementStage[Any]):
-    """`fn(element, rng)` where `rng` depends only on (seed, index)."""
-
-    spec_rule = "mapped"
-
-    fn: Callable[[Any, Any], Any]
-    seed: int
-    rng: str = "numpy"
-    """"numpy": a Generator, Grain's draws; "jax": a `jax.random` key, the device's draws."""
-    rngs: ElementRng | JaxKeys = dataclasses.field(init=False, compare=False)
-
-    def __post_init__(self) -> None:
-        set_length(self, self.parent.length)
-        object.__setattr__(self, "rngs", element_rngs(self.seed, self.rng, self.length))
-
-    def _get(self, index: int) -> Any:
-        element = self.parent._get(index)
-        if element is None:
-            return None
-        try:
-            return self.fn(element, self.rngs.at(index))
-        except Exception as error:
-            validate.note_user_error(error, self.describe_stage(), f"position {index}")
-            raise
-
-    def _get_many(self, indices: np.ndarray) -> list[Any]:
-        fn, at = self.fn, self.rngs.at
-        elements = self.parent._get_many(indices)
-        try:
-            return [None if e is None else fn(e, at(i)) for e, i in zip(elements, indices.tolist())]
-        except StopIteration:  # never out of a dataset: `_get` names it and its position
-            pass
-        return read_each(self, indices)
-
-    def describe_stage(self) -> str:
-        return f"random_map({function_name(self.fn)}, seed={self.seed}{_rng_suffix(self.rng)})"
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -226,43 +171,6 @@ class CountingStream(WrappingStream):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class RandomMappedStream(CountingStream):
-    """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
-
-    spec_rule = "mapped"
-
-    fn: Callable[[Any, Any], Any]
-    seed: int
-    draws: tuple[int, int] = (0, 1)
-    """`(first, step)`: element `n` takes the draws of index `first + n * step`. Logical
-    shard `i` of `k` takes `(i, k)`, so shards never repeat each other's draws (Grain's
-    rule for the workers of a multi-threaded prefetch)."""
-    rng: str = "numpy"
-    """"numpy": a Generator, Grain's draws; "jax": a `jax.random` key of the count."""
-    rngs: ElementRng | JaxKeys = dataclasses.field(init=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "rngs", element_rngs(self.seed, self.rng, sys.maxsize))
-
-    def open(self, state: CountState) -> Cursor:
-        fn, at = self.fn, self.rngs.at
-        first, step = self.draws
-        if (first, step) == (0, 1):
-            apply = lambda i, e: fn(e, at(i))  # noqa: E731 (the common case, kept cheapest)
-        else:
-            apply = lambda i, e: fn(e, at(first + i * step))  # noqa: E731
-        return _CountCursor(
-            self.parent.open(state.parent), state.seen, apply, self.describe_stage()
-        )
-
-    def describe_stage(self) -> str:
-        first, step = self.draws
-        shard = "" if (first, step) == (0, 1) else f", draws={first}::{step}"
-        name = function_name(self.fn)
-        return f"random_map({name}, seed={self.seed}{shard}{_rng_suffix(self.rng)})"
-
-
-@dataclasses.dataclass(frozen=True, repr=False)
 class IndexMappedStream(CountingStream):
     """`fn(n, element)` for the n-th element of the stream."""
 
@@ -271,7 +179,7 @@ class IndexMappedStream(CountingStream):
     fn: Callable[[int, Any], Any]
 
     def open(self, state: CountState) -> Cursor:
-        return _CountCursor(
+        return CountCursor(
             self.parent.open(state.parent), state.seen, self.fn, self.describe_stage()
         )
 
@@ -279,7 +187,7 @@ class IndexMappedStream(CountingStream):
         return f"map_with_index({function_name(self.fn)})"
 
 
-class _CountCursor(BaseCursor):
+class CountCursor(BaseCursor):
     """Applies `fn(n, element)` to the n-th element; `None`s are counted but not mapped."""
 
     def __init__(
@@ -317,65 +225,52 @@ class _CountCursor(BaseCursor):
         return (self.parent,)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class WithArrays:
+    """A map function that reads arrays besides its element: `fn(element, arrays)`.
+
+    `arrays` is any pytree of arrays (a token stream, a lookup table). On
+    the host they are passed as they are; `fn.to_jax` makes them leaves of
+    the compiled value, so jitted code receives them as arguments rather
+    than folding them into the program as constants.
+    """
+
+    fn: Callable[[Any, Any], Any]
+    arrays: Any
+
+    def __call__(self, element: Any) -> Any:
+        return self.fn(element, self.arrays)
+
+    @property
+    def display_name(self) -> str:
+        return f"{function_name(self.fn)} with arrays"
+
+
 @toolz.curry
-def map(fn: Callable[[Any], Any], data: Data) -> Data:
-    """`fn(element)` for every element.
+def map(fn: Callable[..., Any], data: Data, *, arrays: Any = None) -> Data:
+    """`fn(element)` for every element, or `fn(element, arrays)` when `arrays` is given.
+
+    `arrays` (a pytree of arrays, such as a flat token stream that `fn` cuts
+    windows from) is passed to `fn` as it is on the host; on device,
+    `fn.to_jax` keeps its arrays as leaves of the compiled value, passed
+    into jitted code as arguments (see `WithArrays`).
 
     Examples:
         >>> from grainfn.fn import range
         >>> map(lambda x: x * x, range(4)).get_many([0, 1, 2, 3])
         [0, 1, 4, 9]
+        >>> import numpy as np
+        >>> tokens = np.arange(100, 112)
+        >>> windows = map(lambda i, t: t[4 * i : 4 * i + 4], range(3), arrays=tokens)
+        >>> windows.get(2).tolist(), windows.describe_stage()
+        ([108, 109, 110, 111], 'map(<lambda> with arrays)')
     """
     validate.check_callable(fn, "map fn")
+    if arrays is not None:
+        fn = WithArrays(fn, arrays)
     if isinstance(data, Stream):
         return MappedStream(data, fn)
     return MappedDataset(as_dataset(data, "map"), fn)
-
-
-@toolz.curry
-def random_map(
-    fn: Callable[[Any, Any], Any], data: Data, *, seed: int | None = None, rng: str = "numpy"
-) -> Data:
-    """`fn(element, rng)` with draws that depend only on (seed, position).
-
-    On a dataset the position is the index; on a stream it is the number of
-    elements the stage has seen, as in Grain.
-
-    With `rng="numpy"` (the default) `fn` gets a numpy Generator, and the
-    draws are Grain's. With `rng="jax"` it gets a `jax.random` key, the one
-    `fn.to_jax` gives the same position on device (see
-    `grainfn._src.index.jax_keys`): the draws are the same on the host, in
-    host workers and on device, so a run moves between them. Only that form
-    runs on device; the host computes its keys with jax on the CPU.
-
-    Examples:
-        >>> from grainfn.fn import range
-        >>> ds = random_map(lambda x, rng: x + rng.integers(100), range(3), seed=7)
-        >>> bool(ds.get(1) == ds.get(1))
-        True
-        >>> import jax
-        >>> from grainfn import fn
-        >>> keyed = random_map(lambda x, key: x + jax.random.randint(key, (), 0, 100), range(3),
-        ...                    seed=7, rng="jax")
-        >>> bool(keyed.get(1) == fn.to_jax(keyed).get(1))
-        True
-    """
-    validate.check_callable(fn, "random_map fn")
-    if rng not in RNGS:
-        raise ValueError(
-            f"random_map rng must be one of {list(RNGS)} (a numpy Generator, Grain's draws; "
-            f"or a jax.random key, the device's), got {validate.short_repr(rng)}."
-        )
-    if rng == "jax":
-        problem = jax_keys.prng_impl_problem("random_map")
-        if problem is not None:
-            raise TypeError(problem)
-    limit = jax_keys.SEED_LIMIT if rng == "jax" else None
-    if isinstance(data, Stream):
-        seed = op_seed(seed, data, "random_map", limit=limit)
-        return RandomMappedStream(data, fn, seed, rng=rng)
-    ds = as_dataset(data, "random_map")
-    return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=limit), rng=rng)
 
 
 @toolz.curry

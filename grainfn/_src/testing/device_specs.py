@@ -1,0 +1,142 @@
+"""Specs of random map-level pipelines that `fn.to_jax` runs, for hypothesis.
+
+Like `grainfn._src.testing.specs`, a spec is a tuple of plain values that
+hypothesis shrinks and prints; `build_device_dataset` turns one into a
+dataset. The heads cover the device's sources (range, rows of int32, int8,
+uint8 and bfloat16, dicts of rows, lists and tuples of items), and the stages
+every stage kind with a device form, endless repeats and shared-draw
+random_maps included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grainfn import fn
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.testing.specs import (
+    _apply_fn,
+    _element_op,
+    _index_op,
+    optional_seeds,
+    seeds,
+)
+
+DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
+"""Device heads: `range`; a source of rows of a dtype; a dict of two row arrays; a list or
+tuple of items (arrays of shape (2,), stacked on device)."""
+
+PLAIN_HEADS = ("range", "int32")
+"""Heads whose elements are integers the element functions (map, map_with_index,
+random_map) take, with the same results on host and device."""
+
+
+def add_key_draw(x: Any, key: Any) -> Any:
+    """X plus a random int32 in [0, 1000) drawn with a `jax.random` key (rng="jax")."""
+    import jax
+    import jax.numpy as jnp
+
+    return x + jax.random.randint(key, (), 0, 1000, dtype=jnp.int32)
+
+
+@st.composite
+def device_dataset_specs(
+    draw: Any, depth: int = 2, batch: bool = True, head_kind: str | None = None
+) -> tuple[Any, ...]:
+    """Specs of random map-level pipelines that `fn.to_jax` supports (some may be empty).
+
+    Heads are drawn from `DEVICE_SOURCES`. Components of a mix or
+    concatenation share one head kind and are not batched: on device they
+    give elements of one structure, shape and dtype. Repeats may be endless,
+    so mixes of endless components appear too.
+    """
+    if depth > 0 and draw(st.integers(0, 4)) == 0:
+        kind = draw(st.sampled_from(["mix", "concatenate"]))
+        leaf_kind = head_kind or draw(st.sampled_from(DEVICE_SOURCES))
+        part = device_dataset_specs(depth=depth - 1, batch=False, head_kind=leaf_kind)
+        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
+        weights = draw(
+            st.none()
+            | st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(tuple)
+        )
+        head: tuple[Any, ...] = ("mix", parts, weights) if kind == "mix" else ("concatenate", parts)
+    else:
+        leaf_kind = head_kind or draw(st.sampled_from(DEVICE_SOURCES))
+        head = (leaf_kind, draw(st.integers(1, 40)))
+    # Inside a mix no map_with_index: its index is the position dtype (int32 or int64),
+    # which would promote an int32 source's rows in one component only.
+    op = device_op(batch, elements=leaf_kind in PLAIN_HEADS, with_index=head_kind is None)
+    ops = draw(st.lists(op, max_size=5))
+    if draw(st.booleans()):
+        ops.insert(0, ("seed", draw(seeds)))
+    return (head, *ops)
+
+
+@st.composite
+def device_op(
+    draw: Any, batch: bool = True, elements: bool = True, with_index: bool = True
+) -> tuple[Any, ...]:
+    """One map-level stage spec that runs on device.
+
+    No batch unless `batch`; no element function (map, random_map with jax
+    keys) unless `elements`, and no map_with_index unless also `with_index`.
+    """
+    functions = ["map", "random_map"] + (["map_with_index"] if with_index else [])
+    kind = draw(
+        st.sampled_from(
+            ["seed", "shuffle", "window_shuffle", "slice", "take", "repeat"]
+            + (functions if elements else [])
+            + (["batch"] if batch else [])
+        )
+    )
+    if kind == "window_shuffle":
+        return ("window_shuffle", draw(st.integers(1, 12)), draw(optional_seeds))
+    if kind == "batch":
+        return ("batch", draw(st.integers(1, 5)), True)
+    if kind == "random_map":
+        return ("random_map_jax", draw(seeds))
+    if kind in ("seed", "map", "map_with_index"):
+        return _element_op(draw, kind)
+    return _index_op(draw, kind)
+
+
+def device_source(kind: str, length: int) -> Dataset:
+    """The head dataset of kind `kind` (one of `DEVICE_SOURCES`) with `length` elements."""
+    rows = np.arange(length)
+    if kind == "range":
+        return fn.range(length)
+    if kind == "int32":  # the same dtype on device in both integer modes
+        return fn.source((rows * 3).astype(np.int32))
+    if kind in ("int8", "uint8"):
+        return fn.source((rows % 100 - (50 if kind == "int8" else 0)).astype(kind))
+    if kind == "bfloat16":
+        import ml_dtypes
+
+        return fn.source((rows * 0.5).astype(ml_dtypes.bfloat16))  # exact in bfloat16
+    if kind == "dict":
+        return fn.source({"x": (rows * 3).astype(np.int32), "y": (rows / 2).astype(np.float32)})
+    items = [np.array([i, -i], dtype=np.int32) for i in range(length)]
+    return fn.source(items if kind == "list" else tuple(items))
+
+
+def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
+    """The grainfn dataset of a spec from `device_dataset_specs`."""
+    head, *ops = spec
+    ds: Dataset[Any]
+    if head[0] == "mix":
+        ds = fn.mix([build_device_dataset(p) for p in head[1]], head[2])
+    elif head[0] == "concatenate":
+        ds = fn.concatenate([build_device_dataset(p) for p in head[1]])
+    else:
+        ds = device_source(head[0], head[1])
+    for op in ops:
+        if op[0] == "window_shuffle":
+            ds = fn.window_shuffle(op[1], ds, seed=op[2])
+        elif op[0] == "random_map_jax":
+            ds = fn.random_map(add_key_draw, ds, seed=op[1], rng="jax")
+        else:
+            ds = _apply_fn(op, ds)
+    return ds
