@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grainfn import fn
-from grainfn._src.device import wide
+from grainfn._src.index import wide
 
 TOP32 = 2**31 - 1
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
 from grainfn._src.core import validate
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -58,6 +61,25 @@ class Dataset(Generic[T]):
     spec_rule: ClassVar[str] = "unknown"
     """How `grainfn.fn.element_spec` infers this stage's elements: a key of
     `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+    device_refusal: ClassVar[str] = "this stage kind has no device form"
+    """Why `fn.to_jax` cannot run this stage kind, where it has no `device_program`."""
+    takes_wide_offsets: ClassVar[bool] = False
+    """Whether the program `device_program` makes also takes `Wide` offsets (32-bit
+    positions within an epoch past 2**32 - 1; see `grainfn._src.core.compiler`)."""
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        """This stage's device form: a jax program of its positions up to `bound`.
+
+        A stage kind that runs on device (`fn.to_jax`) defines it in its own
+        module, compiling its parents with `compiler.compile`; see
+        `grainfn._src.core.compiler`. Here, a stage kind that has none.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no device form.")
+
+    @property
+    def has_device_form(self) -> bool:
+        """Whether this stage kind defines `device_program`."""
+        return type(self).device_program is not Dataset.device_program
 
     @property
     def parents(self) -> tuple[Dataset[Any], ...]:

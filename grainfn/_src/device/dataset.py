@@ -22,13 +22,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from grainfn._src.core.compiler import Compiler, NotOnDeviceError, Program
 from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.reading import from_dataset
 from grainfn._src.core.state import DatasetPosition, EpochPosition, as_host
 from grainfn._src.core.stream import Stream
-from grainfn._src.device import element_rules, index_rules, route_rules, step_states
-from grainfn._src.device.compiler import Compiler, NotOnDeviceError, Program, Rule
-from grainfn._src.device.ints import (
+from grainfn._src.device import step_states
+from grainfn._src.index.device_ints import (
     IntMode,
     UnrepresentableError,
     current_mode,
@@ -36,9 +36,6 @@ from grainfn._src.device.ints import (
     split,
 )
 from grainfn._src.stages.repeat import repeat
-
-RULES: dict[type, Rule] = {**index_rules.RULES, **route_rules.RULES, **element_rules.RULES}
-"""The device rule of every stage kind that has one."""
 
 FOLD_WARNING_BYTES = 16 * 2**20
 """How many bytes of a to_jax value's arrays a traced program may fold in as constants
@@ -281,16 +278,18 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
 
     Supported: `range`; `source` over a jax or numpy array, a dict of them
     (rows), or a list or tuple of arrays of one shape and dtype (items);
-    then seed, shuffle, window_shuffle, slice, repeat, mix, concatenate,
-    select_from_datasets, map and map_with_index (with jax-traceable
-    functions), batch (every batch full: `drop_remainder=True`, or a length
-    the batch size divides) and random_map. A random_map function receives a
-    `jax.random` key instead of a numpy Generator: the key of position
-    `epoch * length + offset` is `jax.random.key(seed)` (as with 64-bit
-    integers; seeds below 2**64) folded with the epoch
-    (mod 2**32), then the offset's high and low 32-bit words. Its draws are
-    the same on any device, process or resume, and in both integer modes,
-    but not the host's numpy draws.
+    then `seed`, `shuffle`, `window_shuffle`, `slice`, `repeat`, `mix`,
+    `concatenate`, `select_from_datasets` (components of one structure,
+    shape and dtype), `map` and `map_with_index` (with jax-traceable
+    functions), `batch` (every batch full: `drop_remainder=True`, or a
+    length the batch size divides) and `random_map` with `rng="jax"`, whose
+    function takes a `jax.random` key on host and device alike: the key of
+    position `epoch * length + offset` is `jax.random.key(seed)` (as with
+    64-bit integers; seeds below 2**64) folded with the epoch (mod 2**32),
+    then the offset's high and low 32-bit words. Its draws are the same on
+    any device, process or resume, and in both integer modes. Each stage
+    kind holds its device form in its own module (`device_program`), or the
+    reason it has none (`device_refusal`).
 
     With `jax_enable_x64` off, positions and values are int32 and every
     result is exact where it fits; what cannot be exact is refused here, or,
@@ -337,7 +336,7 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
     if not isinstance(data, Dataset):
         raise TypeError(f"to_jax takes a grainfn Dataset, got {ds!r} of type {type(ds).__name__}.")
     mode = current_mode()
-    compiler = Compiler(mode, RULES)
+    compiler = Compiler(mode)
     at_position = compiler.compile(data, mode.top)
     bound, kept = step_states.step_bound(data.length, mode), len(compiler.arrays)
     at_step: Program | Exception = at_position

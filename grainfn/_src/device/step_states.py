@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from grainfn._src.core.state import DatasetPosition, EpochPosition, as_host
-from grainfn._src.device.ints import MAX_POSITION, IntMode, Split, require, split
-from grainfn._src.device.wide import Wide
+from grainfn._src.index.device_ints import MAX_POSITION, IntMode, Split, require, split
+from grainfn._src.index.wide import Wide
 
 PERIOD_LIMIT = 2**31
 """The longest period of a step state: its fields fit int32 in both integer modes."""

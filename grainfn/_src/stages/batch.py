@@ -6,7 +6,7 @@ import collections
 import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import toolz
@@ -14,7 +14,9 @@ import toolz
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
+from grainfn._src.core.compiler import NotOnDeviceError
 from grainfn._src.core.dataset import (
+    INFINITE,
     OneParent,
     ParentIndex,
     function_name,
@@ -23,7 +25,11 @@ from grainfn._src.core.dataset import (
     upstream_holes,
 )
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, state_of
-from grainfn._src.index import slicing
+from grainfn._src.index import slicing, wide
+from grainfn._src.index.device_ints import Split, parent_bound, wide_offsets
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -105,6 +111,42 @@ class BatchedDataset(OneParent):
         """The first parent index of the batch, and the batch's size."""
         starts, stops = self._bounds(np.array([index], dtype=np.int64))
         return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
+
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        import jax
+
+        size, parent_length = self.batch_size, self.parent.length
+        if self.batch_fn is not None:
+            raise NotOnDeviceError(
+                f"to_jax cannot run {self.describe_stage()!r}: its batch_fn "
+                f"({function_name(self.batch_fn)}) takes a Python list of elements. A device batch "
+                "stacks them; drop batch_fn."
+            )
+        if parent_length < INFINITE and parent_length % size and not self.drop_remainder:
+            raise NotOnDeviceError(
+                f"to_jax cannot run {self.describe_stage()!r}: the last batch of each epoch holds "
+                f"{parent_length % size} of {size} elements, and a device batch has one shape. "
+                "Pass drop_remainder=True."
+            )
+        epoch, offset = divmod(bound, self.length) if bound >= self.length else (0, bound)
+        last_row = epoch * parent_length + (offset + 1) * size - 1  # of the last batch it may read
+        row_bound = min(last_row, parent_bound(self.length, bound, parent_length))
+        parent = compiler.compile(self.parent, row_bound)
+        rows = np.arange(size, dtype=compiler.mode.unsigned)
+        unsigned = compiler.mode.unsigned.type
+        wide_rows = wide_offsets(compiler.mode, parent_length, row_bound)
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            if wide_rows:  # 32-bit, rows past 2**32 - 1: offset * size + row on pairs of words
+                first = wide.scale(at.offset, size)
+                offsets: Any = wide.add(first.high, first.low, rows)
+            else:
+                offsets = at.offset * unsigned(size) + rows
+            return jax.vmap(lambda offset: parent(arrays, Split(at.epoch, offset)))(offsets)
+
+        return program
 
 
 def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) -> np.ndarray:

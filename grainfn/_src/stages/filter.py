@@ -35,6 +35,12 @@ T = TypeVar("T")
 class FilteredDataset(ElementStage[Any]):
     """Keeps elements where `predicate(element)` is true and puts None elsewhere."""
 
+    device_refusal = (
+        "a filter leaves empty positions (None), so a position no longer names an element "
+        "of a fixed shape. Keep the predicate as data instead: fn.map(lambda x: (x, keep(x)), "
+        "ds) runs on device, and the step can mask what keep rejects"
+    )
+
     spec_rule = "parent"
 
     predicate: Callable[[Any], Any]

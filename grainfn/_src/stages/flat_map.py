@@ -26,6 +26,11 @@ T = TypeVar("T")
 class FlatMappedDataset(OneParent):
     """Split `j` of parent element `k` at position `k * max_fan_out + j`; None past the last."""
 
+    device_refusal = (
+        "flat_map makes a varying number of elements per position, and leaves empty "
+        "positions (None) where it makes fewer than max_fan_out"
+    )
+
     fn: Callable[[Any], Sequence[Any]]
     max_fan_out: int
     makes_holes = True

@@ -10,8 +10,8 @@ and a StopIteration becomes a `UserStopIterationError` (`validate.note_user_erro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -19,6 +19,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
+from grainfn._src.core.compiler import call_traced, device_array
 from grainfn._src.core.dataset import (
     ElementStage,
     function_name,
@@ -33,6 +34,10 @@ from grainfn._src.core.stream import (
     element_before,
     state_of,
 )
+from grainfn._src.index.device_ints import Split, require, whole_position
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -66,6 +71,24 @@ class MappedDataset(ElementStage[Any]):
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
 
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        import jax
+
+        parent, fn, stage = compiler.compile(self.parent, bound), self.fn, self.describe_stage()
+        if not isinstance(fn, WithArrays):
+            return lambda arrays, at: call_traced(stage, fn, parent(arrays, at))
+        # The map's own arrays are leaves of the compiled value, as a source's are.
+        leaves, structure = jax.tree_util.tree_flatten(fn.arrays)
+        places = [compiler.add(device_array(leaf, stage)) for leaf in leaves]
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            extra = jax.tree_util.tree_unflatten(structure, [arrays[i] for i in places])
+            return call_traced(stage, fn.fn, parent(arrays, at), extra)
+
+        return program
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class IndexMappedDataset(ElementStage[Any]):
@@ -96,6 +119,19 @@ class IndexMappedDataset(ElementStage[Any]):
 
     def describe_stage(self) -> str:
         return f"map_with_index({function_name(self.fn)})"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        require(
+            bound <= compiler.mode.top,
+            self.describe_stage(),
+            f"the index it passes reaches {bound}, beyond {compiler.mode.position_dtype}",
+            compiler.mode,
+        )
+        parent, fn, stage = compiler.compile(self.parent, bound), self.fn, self.describe_stage()
+        whole, dtype = whole_position(compiler.mode, self, bound), compiler.mode.position_dtype
+        return lambda arrays, at: call_traced(
+            stage, fn, whole(at).astype(dtype), parent(arrays, at)
+        )
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

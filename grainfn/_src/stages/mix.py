@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar, overload
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_components
+from grainfn._src.core.compiler import NotOnDeviceError
 from grainfn._src.core.dataset import INFINITE, Dataset, ParentIndex, set_length
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
-from grainfn._src.index import mixing, slicing
+from grainfn._src.index import mixing, slicing, wide
+from grainfn._src.index.device_ints import (
+    MAX_POSITION,
+    Split,
+    parent_bound,
+    require,
+    split,
+    whole_position,
+)
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -93,6 +105,67 @@ class MixedDataset(_Selection):
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(*mixing.mix_index(index, self.proportions))
 
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        """Position `k` of a mix, from its pattern's period.
+
+        The pattern repeats every `period = sum(proportions)` positions, each
+        repetition advancing component `i` by `proportions[i]`.
+
+        With 32-bit integers and positions past 2**32, `k` and the component
+        positions are computed on pairs of words (`grainfn._src.index.wide`).
+        """
+        proportions, period = self.proportions, sum(self.proportions)
+        _check_table(period, self, "one period of its pattern (the sum of its integer proportions)")
+        components, keys = mixing.mix_indices(np.arange(period, dtype=np.int64), proportions)
+        which = compiler.add(components.astype(np.int32))
+        first_keys = compiler.add(keys.astype(compiler.mode.unsigned))
+        shares = np.asarray(proportions, dtype=compiler.mode.unsigned)
+        # Positions up to `bound` lie in periods up to bound // period: component i's keys
+        # stay below (that + 1) * proportions[i].
+        key_bounds = [min(MAX_POSITION, (bound // period + 1) * share - 1) for share in proportions]
+        unsigned = compiler.mode.unsigned.type
+        if bound < compiler.mode.limit:
+            whole = whole_position(compiler.mode, self, bound)
+            programs = [_at_key(compiler, part, b) for part, b in zip(self.components, key_bounds)]
+            _check_alike(compiler, self, programs, _scalar(compiler.mode.unsigned))
+
+            def program(arrays: Sequence[Any], at: Split) -> Any:
+                import jax.numpy as jnp
+
+                position = whole(at)
+                periods, inside = position // unsigned(period), position % unsigned(period)
+                component = arrays[which][inside]
+                key = periods * jnp.asarray(shares)[component] + arrays[first_keys][inside]
+                return _switch(self, component, programs, arrays, key)
+
+            return program
+        require(  # 32-bit: whole positions need two words, the epoch one
+            bound // self.length < compiler.mode.limit,
+            self.describe_stage(),
+            f"its epochs reach {bound // self.length}",
+            compiler.mode,
+        )
+        wide_programs = [
+            _at_wide_key(compiler, part, b) for part, b in zip(self.components, key_bounds)
+        ]
+        _check_alike(
+            compiler, self, wide_programs, wide.Wide(_scalar(np.uint32), _scalar(np.uint32))
+        )
+
+        def wide_program(arrays: Sequence[Any], at: Split) -> Any:
+            import jax.numpy as jnp
+
+            high, low = wide.whole(at.epoch, at.offset, self.length)
+            (periods_high, periods_low), inside = wide.divmod_small(high, low, period)
+            component = arrays[which][inside]
+            key = wide.multiply_pair(periods_high, periods_low, jnp.asarray(shares)[component])
+            key = wide.add(*key, arrays[first_keys][inside])
+            return _switch(self, component, wide_programs, arrays, key)
+
+        return wide_program
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConcatenatedDataset(_Selection):
@@ -108,6 +181,31 @@ class ConcatenatedDataset(_Selection):
 
     def describe_stage(self) -> str:
         return f"concatenate({len(self.components)} datasets)"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        """Epoch `e` of a concatenation reads epoch `e` of each component in turn."""
+        present = [component for component in self.components if component.length]
+        lengths = [component.length for component in present]
+        starts = np.cumsum([0, *lengths[:-1]]).astype(compiler.mode.unsigned)
+        programs = [
+            compiler.compile(component, parent_bound(self.length, bound, component.length))
+            for component in present
+        ]
+        _check_alike(
+            compiler,
+            self,
+            programs,
+            Split(_scalar(compiler.mode.unsigned), _scalar(compiler.mode.unsigned)),
+        )
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            import jax.numpy as jnp
+
+            component = jnp.searchsorted(starts, at.offset, side="right").astype(np.int32) - 1
+            offset = at.offset - jnp.asarray(starts)[component]
+            return _switch(self, component, programs, arrays, Split(at.epoch, offset))
+
+        return program
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -148,6 +246,36 @@ class SelectedDataset(_Selection):
 
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(*self._select(index))
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        """A selection map is tabulated over its length on the host, once."""
+        length = self.length
+        _check_table(length, self, "its selection map")
+        if bound >= length and _answers(self.selection_map, length):
+            raise _not_on_device(self)
+        pairs = [self._select(index) for index in range(length)]
+        components = np.array([p[0] for p in pairs], dtype=np.int32)
+        keys = np.array([p[1] for p in pairs], dtype=object)
+        programs = []
+        for number, component in enumerate(self.components):
+            mine = keys[components == number]
+            key_bound = int(mine.max()) if mine.size else 0
+            require(
+                key_bound < compiler.mode.limit,
+                self.describe_stage(),
+                f"its selection map names position {key_bound}",
+                compiler.mode,
+            )
+            programs.append(_at_key(compiler, component, key_bound))
+        _check_alike(compiler, self, programs, _scalar(compiler.mode.unsigned))
+        which = compiler.add(components)
+        positions = compiler.add(keys.astype(np.uint64).astype(compiler.mode.unsigned))
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            component = arrays[which][at.offset]
+            return _switch(self, component, programs, arrays, arrays[positions][at.offset])
+
+        return program
 
 
 def _bad_selection(pair: Any, index: int, count: int) -> Exception:
@@ -347,3 +475,104 @@ def select_from_datasets(datasets: Sequence[Dataset[T]], selection_map: Any) -> 
             f"got {validate.short_repr(selection_map)}."
         )
     return SelectedDataset(components, selection_map)
+
+
+# Device forms: a routed position reads one component; on device every component is
+# compiled, and `jax.lax.switch` picks the one a position reads (under `vmap` it computes
+# them all and selects, as XLA does for any batched branch).
+
+TABLE_LIMIT = 1 << 20
+"""The most entries a device routing table (one mix period, one selection map) may have."""
+
+
+def _at_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any], Any], Any]:
+    """A component's program taking a whole position (`key`) instead of a Split."""
+    program = c.compile(component, bound)
+    return lambda arrays, key: program(arrays, split(c.mode, key, component.length, bound))
+
+
+def _at_wide_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any], Any], Any]:
+    """A component's program taking a whole position as a (high, low) pair of words."""
+    if bound < c.mode.limit:  # the high word is 0: the low word is the key
+        narrow = _at_key(c, component, bound)
+        return lambda arrays, key: narrow(arrays, key[1])
+    program, length = c.compile(component, bound), component.length
+    return lambda arrays, key: program(arrays, split(c.mode, wide.Wide(*key), length, bound))
+
+
+def _switch(
+    ds: Any,
+    component: Any,
+    programs: list[Callable[[Sequence[Any], Any], Any]],
+    arrays: Sequence[Any],
+    where: Any,
+) -> Any:
+    """The element of the component `component` names, from `programs[component]`."""
+    import jax
+
+    if len(programs) == 1:
+        return programs[0](arrays, where)
+    branches = [lambda where, p=p: p(arrays, where) for p in programs]
+    return jax.lax.switch(component, branches, where)
+
+
+def _scalar(dtype: Any) -> Any:
+    import jax
+
+    return jax.ShapeDtypeStruct((), dtype)
+
+
+def _check_alike(
+    c: Compiler, ds: Any, programs: Sequence[Callable[[Sequence[Any], Any], Any]], where: Any
+) -> None:
+    """Refuses components whose elements differ in structure, shape or dtype.
+
+    One device array holds every element, while on the host each element
+    keeps its component's dtype: so nothing is promoted, and other dtypes are
+    refused here, when `to_jax` is called. `where` describes a program's input.
+    """
+    import jax
+
+    arrays = [jax.ShapeDtypeStruct(np.shape(a), np.dtype(a.dtype)) for a in c.arrays]
+    shapes = [jax.eval_shape(lambda a, w, p=p: p(a, w), arrays, where) for p in programs]
+    structures = {jax.tree_util.tree_structure(shape) for shape in shapes}
+    leaf_shapes = {tuple(leaf.shape for leaf in jax.tree_util.tree_leaves(s)) for s in shapes}
+    if len(structures) > 1 or len(leaf_shapes) > 1:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its components give elements of "
+            f"different structures or shapes ({shapes}), which one device array cannot "
+            "hold. Map them to one element structure first."
+        )
+    dtypes = [tuple(str(leaf.dtype) for leaf in jax.tree_util.tree_leaves(s)) for s in shapes]
+    if len(set(dtypes)) > 1:
+        listed = "; ".join(f"component {i}: {', '.join(d)}" for i, d in enumerate(dtypes))
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: its components give leaves of "
+            f"different dtypes ({listed}). On the host each element keeps its component's "
+            "dtype, and one device array cannot, so nothing is promoted: map the components "
+            "to one dtype first, e.g. fn.map(lambda x: x.astype(np.int32), component)."
+        )
+
+
+def _check_table(size: int, ds: Any, what: str) -> None:
+    if size > TABLE_LIMIT:
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: {what} has {size} entries, more "
+            f"than the {TABLE_LIMIT} a device table may hold."
+        )
+
+
+def _answers(selection_map: Any, index: int) -> bool:
+    try:
+        selection_map[index]
+    except IndexError:
+        return False
+    return True
+
+
+def _not_on_device(ds: Any) -> Exception:
+    return NotOnDeviceError(
+        f"to_jax cannot run {ds.describe_stage()!r}: its selection map answers positions past "
+        f"its length {ds.length}, which a table of one length cannot reproduce. Give it a "
+        "selection map defined on [0, length) and repeat the selection instead."
+    )

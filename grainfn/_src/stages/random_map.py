@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
+from grainfn._src.core.compiler import NotOnDeviceError, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
 from grainfn._src.core.stream import Cursor, Stream
-from grainfn._src.index import jax_keys
+from grainfn._src.index import jax_keys, wide
+from grainfn._src.index.device_ints import Split
 from grainfn._src.index.jax_keys import JaxKeys
 from grainfn._src.index.rng import ElementRng
 from grainfn._src.stages.map import CountCursor, CountingStream, CountState
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 RNGS = ("numpy", "jax")
 """What a random_map function draws from: a numpy Generator (Grain's), or a jax.random key."""
@@ -75,6 +80,27 @@ class RandomMappedDataset(ElementStage[Any]):
 
     def describe_stage(self) -> str:
         return f"random_map({function_name(self.fn)}, seed={self.seed}{_rng_suffix(self.rng)})"
+
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        stage = self.describe_stage()
+        if self.rng != "jax":
+            raise NotOnDeviceError(
+                f"to_jax cannot run {stage!r}: its function takes a numpy Generator (Grain's "
+                "form, the default), which jax cannot trace. For draws that are the same on "
+                "host, host workers and device, pass rng='jax': fn.random_map(f, self, seed=..., "
+                "rng='jax') gives f a jax.random key on both."
+            )
+        problem = jax_keys.prng_impl_problem(stage)
+        if problem is not None:
+            raise NotOnDeviceError(f"to_jax: {problem}")
+        parent, fn, seed = compiler.compile(self.parent, bound), self.fn, self.seed
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            return call_traced(stage, fn, parent(arrays, at), element_key(seed, at))
+
+        return program
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -156,3 +182,14 @@ def random_map(
         return RandomMappedStream(data, fn, seed, rng=rng)
     ds = as_dataset(data, "random_map")
     return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=limit), rng=rng)
+
+
+def element_key(seed: int, at: Split) -> Any:
+    """The `jax.random` key of the element at `at` (see `grainfn._src.index.jax_keys`)."""
+    offset = at.offset
+    if isinstance(offset, wide.Wide):  # 32-bit, past 2**32 - 1: the words are at hand
+        high, low = offset
+    else:
+        high = (offset >> 32).astype(np.uint32) if offset.dtype.itemsize == 8 else np.uint32(0)
+        low = offset.astype(np.uint32)
+    return jax_keys.element_key(seed, at.epoch.astype(np.uint32), high, low)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -14,6 +15,10 @@ from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.index import slicing
+from grainfn._src.index.device_ints import Split, split, whole_position
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -42,6 +47,33 @@ class RepeatedDataset(IndexStage[T]):
         epochs = "forever" if self.num_epochs is None else f"{self.num_epochs} epochs"
         reseed = "" if self.reseed_each_epoch else ", same epoch each time"
         return f"repeat({epochs}{reseed})"
+
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        length, parent_length, mode = self.length, self.parent.length, compiler.mode
+        # An endless repeat's positions lie in its epoch 0: with Wide offsets, the offset is all.
+        endless = length >= INFINITE and not compiler.wide(self, bound)
+        whole = whole_position(mode, self, bound) if endless else (lambda at: at.offset)
+        if not self.reseed_each_epoch:  # every repetition reads the parent's first epoch
+            parent = compiler.compile(self.parent, min(bound, parent_length - 1))
+
+            def first_epoch(arrays: Sequence[Any], at: Split) -> Any:
+                # A finite repeat's epoch is a whole number of parent epochs: the offset decides.
+                inside = split(mode, whole(at), parent_length, bound)
+                return parent(arrays, Split(inside.epoch * mode.unsigned.type(0), inside.offset))
+
+            return first_epoch
+        parent = compiler.compile(self.parent, bound)  # the position passes through
+        if length < INFINITE:
+            times = mode.unsigned.type(length // parent_length % mode.limit)
+
+            def program(arrays: Sequence[Any], at: Split) -> Any:
+                inside = split(mode, at.offset, parent_length, bound)
+                return parent(arrays, Split(at.epoch * times + inside.epoch, inside.offset))
+
+            return program
+        return lambda arrays, at: parent(arrays, split(mode, whole(at), parent_length, bound))
 
 
 @records.register

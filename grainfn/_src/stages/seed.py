@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import toolz
@@ -12,6 +12,9 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import IndexStage
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -34,6 +37,11 @@ class SeededDataset(IndexStage[T]):
 
     def describe_stage(self) -> str:
         return f"seed({self.seed})"
+
+    takes_wide_offsets = True
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        return compiler.compile(self.parent, bound)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

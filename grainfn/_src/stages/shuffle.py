@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import toolz
@@ -11,7 +12,12 @@ import toolz
 from grainfn._src.core.arguments import as_dataset, op_seed
 from grainfn._src.core.dataset import Dataset, IndexStage
 from grainfn._src.index import slicing
+from grainfn._src.index.device_ints import Split, parent_bound, require
 from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
+from grainfn._src.index.shuffle_jax import permute_jax
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -32,6 +38,22 @@ class ShuffledDataset(IndexStage[T]):
 
     def describe_stage(self) -> str:
         return f"shuffle(seed={self.seed})"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        length, seed = self.length, np.uint32(self.seed)
+        require(
+            length - 1 < compiler.mode.limit,
+            self.describe_stage(),
+            f"it permutes {length} positions",
+            compiler.mode,
+        )
+        parent = compiler.compile(self.parent, parent_bound(length, bound, length))
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            seeds = at.epoch.astype(np.uint32) + seed  # (seed + epoch) mod 2**32, as on the host
+            return parent(arrays, Split(at.epoch, permute_jax(at.offset, length, seeds)))
+
+        return program
 
 
 @toolz.curry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import toolz
@@ -14,6 +14,10 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.dataset import Dataset, IndexStage, set_length
 from grainfn._src.index import slicing
+from grainfn._src.index.device_ints import Split, parent_bound
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -46,6 +50,17 @@ class SlicedDataset(IndexStage[T]):
         stop = self.start + self.size * self.step
         return f"slice(start={self.start}, stop={stop}, step={self.step})"
 
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        parent_length = self.parent.length
+        start, step = compiler.mode.constant(self.start), compiler.mode.constant(self.step)
+        parent = compiler.compile(self.parent, parent_bound(self.length, bound, parent_length))
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            # Wrapping arithmetic: exact, since the true result lies in [0, parent_length).
+            return parent(arrays, Split(at.epoch, start + at.offset * step))
+
+        return program
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class TakenDataset(IndexStage[T]):
@@ -68,6 +83,15 @@ class TakenDataset(IndexStage[T]):
 
     def describe_stage(self) -> str:
         return f"slice(positions of length {self.length})"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        table = compiler.add(np.asarray(self.positions, dtype=compiler.mode.unsigned))
+        parent = compiler.compile(self.parent, parent_bound(self.length, bound, self.parent.length))
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            return parent(arrays, Split(at.epoch, arrays[table][at.offset]))
+
+        return program
 
 
 @toolz.curry

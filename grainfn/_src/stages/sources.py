@@ -11,13 +11,18 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
+from grainfn._src.core.compiler import NotOnDeviceError, device_array
 from grainfn._src.core.dataset import Dataset, function_name, read_each, set_length
+from grainfn._src.index.device_ints import Split, offset_bound, require
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -107,6 +112,24 @@ class RangeDataset(Dataset[int]):
     def describe_stage(self) -> str:
         return f"range({self.start}, {self.stop}, {self.step})"
 
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        mode = compiler.mode
+        last = self.start + offset_bound(self.length, bound) * self.step
+        info = np.iinfo(mode.position_dtype)
+        require(
+            info.min <= min(self.start, last) and max(self.start, last) <= info.max,
+            self.describe_stage(),
+            f"its values reach {last}, outside {mode.position_dtype}",
+            mode,
+        )
+        start, step, dtype = (
+            mode.constant(self.start),
+            mode.constant(self.step),
+            mode.position_dtype,
+        )
+        # Wrapping unsigned arithmetic, then a cast: exact, as the value fits the signed dtype.
+        return lambda arrays, at: (start + at.offset * step).astype(dtype)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class SourceDataset(Dataset[Any]):
@@ -154,6 +177,18 @@ class SourceDataset(Dataset[Any]):
 
     def describe_stage(self) -> str:
         return f"source({function_name(self.source)}, length {self.length})"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        import jax
+
+        tree = self.source.tree if isinstance(self.source, ArrayTree) else _items_array(self)
+        leaves, structure = jax.tree_util.tree_flatten(tree)
+        places = [compiler.add(device_array(leaf, self.describe_stage())) for leaf in leaves]
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            return jax.tree_util.tree_unflatten(structure, [arrays[i][at.offset] for i in places])
+
+        return program
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -272,6 +307,8 @@ class ObjectDataset(Dataset[Any]):
     joins a pipeline. `inputs` are the datasets it reads, for seeds and repr.
     """
 
+    device_refusal = "its elements come from a Python object's __getitem__, which jax cannot trace"
+
     spec_rule = "object"
 
     obj: Any
@@ -328,3 +365,33 @@ def source(data: Sequence[T] | Any) -> Dataset[T]:
         {'x': np.float64(2.5), 'y': np.int64(4)}
     """
     return SourceDataset(array_tree(data) or check_source(data))
+
+
+def _items_array(ds: SourceDataset) -> Any:
+    """The source as one array whose rows are its items, as the host reads them.
+
+    An array is that already. A list or tuple is a sequence of items on the
+    host (`fn.source((xs, ys))` has 2 items, xs and ys, not rows of both), so
+    on device it is its items stacked, which needs arrays of one shape and
+    dtype; anything else is refused (rows of several arrays are a dict source).
+    """
+    source = ds.source
+    if not isinstance(source, (list, tuple)):
+        return source
+    items = [item for item in source if hasattr(item, "shape") and hasattr(item, "dtype")]
+    kinds = {(tuple(item.shape), np.dtype(item.dtype)) for item in items}
+    if not source or len(items) != len(source) or len(kinds) != 1:
+        found = sorted({_kind(item) for item in source})
+        raise NotOnDeviceError(
+            f"to_jax cannot run {ds.describe_stage()!r}: a device source holds numeric arrays. "
+            f"A {type(source).__name__} source has one item per entry on the host, so on "
+            "device its entries must be arrays of one shape and dtype, stacked; got "
+            f"{', '.join(found)[:200] or 'no entries'}. For rows of several arrays, pass a dict: "
+            "fn.source({'x': xs, 'y': ys}); for one array, fn.source(jnp.asarray(data))."
+        )
+    return np.stack([np.asarray(item) for item in items])
+
+
+def _kind(item: Any) -> str:
+    shape = getattr(item, "shape", None)
+    return type(item).__name__ if shape is None else f"{type(item).__name__} of shape {shape}"

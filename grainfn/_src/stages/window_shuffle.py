@@ -8,7 +8,8 @@ consecutive elements is permuted with seed `seed + k` (Grain's
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -19,7 +20,12 @@ from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.dataset import IndexStage
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.index import slicing, windows
+from grainfn._src.index.device_ints import Split, parent_bound
 from grainfn._src.index.shuffle import shuffle_indices
+from grainfn._src.index.shuffle_jax import permute_jax
+
+if TYPE_CHECKING:
+    from grainfn._src.core.compiler import Compiler, Program
 
 T = TypeVar("T")
 
@@ -37,6 +43,32 @@ class WindowShuffledDataset(IndexStage[T]):
 
     def describe_stage(self) -> str:
         return f"window_shuffle({self.window_size}, seed={self.seed})"
+
+    def device_program(self, compiler: Compiler, bound: int) -> Program:
+        length, window = self.length, self.window_size
+        windows_per_epoch = -(-length // window)
+        last = length - (windows_per_epoch - 1) * window  # the size of the last window
+        unsigned = compiler.mode.unsigned.type
+        parent = compiler.compile(self.parent, parent_bound(length, bound, length))
+
+        def program(arrays: Sequence[Any], at: Split) -> Any:
+            window_index, inside = at.offset // unsigned(window), at.offset % unsigned(window)
+            # seed + epoch * windows_per_epoch + window, mod 2**32: uint32 arithmetic wraps so.
+            keys = (
+                np.uint32(self.seed)
+                + at.epoch.astype(np.uint32) * np.uint32(windows_per_epoch % _SEED_LIMIT)
+                + window_index.astype(np.uint32)
+            )
+            moved = permute_jax(inside, min(window, length), keys)
+            if last != min(window, length):
+                is_last = window_index == unsigned(windows_per_epoch - 1)
+                # Only in-range inputs: cycle walking from outside [0, last) may never end.
+                in_last = jnp_where(is_last, inside, inside * unsigned(0))
+                moved = jnp_where(is_last, permute_jax(in_last, last, keys), moved)
+            offset = window_index * unsigned(window) + moved
+            return parent(arrays, Split(at.epoch, offset))
+
+        return program
 
 
 _SEED_LIMIT = 2**32
@@ -199,3 +231,10 @@ def window_shuffle(window_size: int, data: Data, *, seed: int | None = None) -> 
         return WindowShuffledStream(data, window_size, seed)
     ds = as_dataset(data, "window_shuffle")
     return WindowShuffledDataset(ds, window_size, op_seed(seed, ds, "window_shuffle"))
+
+
+def jnp_where(condition: Any, a: Any, b: Any) -> Any:
+    """`jax.numpy.where`, imported when a device program is traced."""
+    import jax.numpy as jnp
+
+    return jnp.where(condition, a, b)

@@ -66,6 +66,8 @@ def zip_indices(indices: np.ndarray, length: int, parent_length: int) -> np.ndar
 class ZippedDataset(Dataset[tuple[Any, ...]]):
     """Tuples of the components' elements, as long as the shortest component."""
 
+    device_refusal = "zip has no device form yet; map over one dataset that holds both"
+
     spec_rule = "zipped"
 
     components: tuple[Dataset[Any], ...]

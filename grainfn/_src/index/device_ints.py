@@ -12,8 +12,8 @@ stage can be asked for, and refused when they cannot be exact.
 
 Offsets of a long stage (an endless repeat or mix, or a batch of one) can pass
 2**32 - 1 with 32-bit integers. There they are `Wide` pairs of words
-(`grainfn._src.device.wide`), decided ahead of time by `wide_offsets`; the
-rules marked `takes_wide_offsets` compute on them, and any other stage with
+(`grainfn._src.index.wide`), decided ahead of time by `wide_offsets`; the
+stages marked `takes_wide_offsets` compute on them, and any other stage with
 such offsets is refused.
 """
 
@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from grainfn._src.device.wide import Wide, split_wide, widen
+from grainfn._src.index.wide import Wide, split_wide, widen
 
 
 class Split(NamedTuple):
@@ -147,12 +147,6 @@ def parent_bound(length: int, bound: int, parent_length: int) -> int:
 def offset_bound(length: int, bound: int) -> int:
     """The largest offset (position within its epoch) of a stage asked up to `bound`."""
     return min(length - 1, bound)
-
-
-def takes_wide_offsets(rule: Any) -> Any:
-    """Marks a device rule whose program also takes `Wide` offsets (see `wide_offsets`)."""
-    rule.takes_wide_offsets = True
-    return rule
 
 
 def whole_position(mode: IntMode, ds: Any, bound: int) -> Callable[[Split], Any]:
