@@ -30,7 +30,8 @@ class ConcatThenSplitIterDataset(IterDataset[dict[str, np.ndarray]]):
     elements; the element that does not fit is cut and its rest starts the
     next row. Token features also get `<name>_segment_ids` and
     `<name>_positions`. The rows are Grain's, and so is the state's meaning: a
-    state saved after any row resumes with the next one.
+    state saved after any row resumes with the next one, and a state Grain's
+    `ConcatThenSplitIterDataset` wrote is read too.
 
     Args:
         parent: The elements, as an IterDataset.

@@ -22,7 +22,9 @@ class ParquetIterDataset(IterDataset[dict[str, Any]]):
     scalars for numbers, `str` and `bytes` for text and binary, arrays for
     lists). Several files are read 16 at a time, one row from each in turn.
     An iterator's state is the row group and the row in it, so restoring it
-    reads from that row group on. Needs pyarrow (`pip install "grainfn[parquet]"`).
+    reads from that row group on; Grain's own state (`{"row_group": g,
+    "index_within_row_group": r}`, in an interleave's for several files) is
+    read too. Needs pyarrow (`pip install "grainfn[parquet]"`).
 
     Args:
         path: A Parquet file (a local path or a URI pyarrow understands), or a

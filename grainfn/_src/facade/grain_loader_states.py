@@ -16,17 +16,25 @@ so only one-to-one operations (map, random map, map with index) map
 exactly; the rest are refused. (With a `FlatMap`, Grain's DataLoader runs as
 a dataset pipeline and writes that pipeline's state instead, which
 `grainfn._src.facade.grain_states` reads.)
+
+The state names its sampler and source by their reprs. Grain's
+`ArrayRecordDataSource` writes `ArrayRecordDataSource(hash_of_paths=<sha1>)`,
+the SHA-1 of its file paths, as given, one after another (`names_source`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
+from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.loader.sampled import SampledDataset
 from grainfn._src.loader.sharding import ShardOptions
 from grainfn._src.stages.batch import BatchedDataset, BatchedStream
@@ -132,6 +140,57 @@ def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
             "it is the state of another loader."
         )
     return min(math.ceil(position / size), dataset.length)  # a dropped remainder is no batch
+
+
+_GRAIN_ARRAY_RECORD = re.compile(r"ArrayRecordDataSource\(hash_of_paths=([0-9a-f]{40})\)")
+"""How Grain's DataLoader state names an ArrayRecord source: by a digest of its paths."""
+
+
+def hash_of_paths(paths: Iterable[str]) -> str:
+    """The digest Grain names an ArrayRecord source by: SHA-1 of its paths, one after another.
+
+    Each path is hashed as it was given (the text `os.fspath` gives, UTF-8),
+    with no separator and nothing else: no reader options, no file contents.
+
+    Examples:
+        >>> hash_of_paths(["a.array_record", "b.array_record"])
+        '24c999ef2363ccd505379444c1a3244ea3afafef'
+    """
+    digest = hashlib.sha1(usedforsecurity=False)
+    for path in paths:
+        digest.update(path.encode())
+    return digest.hexdigest()
+
+
+def names_source(written: Any, source: Any) -> bool:
+    """Whether Grain's `data_source` field `written` names this loader's `source`.
+
+    Grain writes `ArrayRecordDataSource(hash_of_paths=<sha1>)` for its
+    ArrayRecord source; it names a grainfn `ArrayRecordDataSource` whose
+    paths, as given or made absolute, hash to the same digest (the same
+    files, in the same order).
+
+    Raises:
+        ValueError: if `written` is Grain's name of an ArrayRecord source and
+            this source's paths hash to another digest, naming both.
+
+    Examples:
+        >>> names_source("ArrayRecordDataSource(hash_of_paths=0123)", list(range(3)))
+        False
+    """
+    match = _GRAIN_ARRAY_RECORD.fullmatch(written) if isinstance(written, str) else None
+    if match is None or not isinstance(source, ArrayRecordDataSource):
+        return False
+    given, absolute = source.paths, tuple(source.file_paths().values())
+    if match.group(1) in (hash_of_paths(given), hash_of_paths(absolute)):
+        return True
+    raise ValueError(
+        f"State belongs to another DataLoader: Grain names its ArrayRecord source by the "
+        f"SHA-1 of its paths, {match.group(1)}, and this loader's {len(given)} files hash to "
+        f"{hash_of_paths(given)} (as given: {list(given[:2])}{', ...' if len(given) > 2 else ''}) "
+        f"or {hash_of_paths(absolute)} (as absolute paths). Pass the same files, in the same "
+        "order, spelt as they were given to Grain."
+    )
 
 
 def _refused(stage: Any, one_to_one: bool) -> ValueError:

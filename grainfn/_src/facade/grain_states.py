@@ -15,20 +15,28 @@ its part of Grain's nested dict:
 - `RepeatIterDataset`: `{"parent": ..., "epoch": e}`;
 - `ZipIterDataset`: `{"parents": [...]}`;
 - `WindowShuffleIterDataset`: `{"parent_window_start_state": ..., "window_index": w,
-  "pos_in_window": p}`;
+  "pos_in_window": p}` (after a window's last element, `w` is already the next
+  window's: the reader reads the window to find where the next one starts);
 - `FlatMapIterDataset`: `{"parent": ..., "next_index_in_buffer": k}`;
 - `FirstFitPackIterDataset` and `BestFitPackIterDataset`: `{"parent": ..., "next_row": r,
   "counter": n}`;
 - `InterleaveIterDataset`: the slot visited next, the next dataset to open, and
   each slot's dataset, state and whether it ran out;
 - `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record;
+- `ParquetIterDataset` of one file: `{"row_group": g, "index_within_row_group": r}`,
+  the next row (of several files: an interleave of such states);
+- `ConcatThenSplitIterDataset`: `{"parent_state": ..., "remainder_slices": {feature:
+  [start, stop]}, "elements_from_buffer_after_checkpoint": n}`, where the current
+  round started (the parent before the element being cut, and the tokens of each
+  token feature packed before, `[-1, -1]` for none) and the round's rows returned;
 - an `IterDataset` subclass with its own `__iter__` (`fn.from_iterable`): the
   state of the user's iterator, as its `get_state()` gave it.
 
-Any other stage (concat-then-split, rebatch, Grain's
-`mp_prefetch`, whose state splits the position between its workers) is
-refused with a message naming it: its Grain state does not determine
-grainfn's.
+Any other stage is refused with a message naming it: Grain's `mp_prefetch`,
+whose state splits the position between its workers (its Grain state does not
+determine grainfn's), and rebatch, whose Grain state (`{"parent": ...,
+"batch_idx": r}`) no reader maps yet; so is an interleave state whose
+`future_states` holds states of datasets not opened yet.
 """
 
 from __future__ import annotations
@@ -41,7 +49,9 @@ from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.grain_loader_states import dataset_position
+from grainfn._src.formats.parquet import ParquetFileStream, ParquetPosition
 from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
+from grainfn._src.packing.concat_then_split import ConcatThenSplitState, ConcatThenSplitStream
 from grainfn._src.packing.stream import PackedStream, PackState
 from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.batch import BatchedStream
@@ -105,7 +115,8 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
             "its Grain state does not determine grainfn's. Grain states are read for "
             "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix, limit, "
             "repeat, zip, window shuffle, flat_map, first-fit and best-fit packing, "
-            "interleave, TFRecordIterDataset, a user's own iterator and the prefetch stages; "
+            "concat-then-split, interleave, TFRecordIterDataset, ParquetIterDataset, a "
+            "user's own iterator and the prefetch stages; "
             "restart the data position for this pipeline."
         )
     return read(stream, state, path)
@@ -153,9 +164,44 @@ def _repeated(stream: RepeatedStream, state: Any, path: str) -> RepeatState:
 
 
 def _window_shuffled(stream: WindowShuffledStream, state: Any, path: str) -> WindowShuffleState:
-    parent = _parent(stream, state, path, "parent_window_start_state")
+    start = _parent(stream, state, path, "parent_window_start_state")
     window, emitted = _count(state, "window_index", path), _count(state, "pos_in_window", path)
-    return WindowShuffleState(window, emitted, parent)
+    if not emitted:
+        return WindowShuffleState(window, 0, start)
+    # Once a window's last element is out, Grain's state still names that window's start
+    # and its size, with `window_index` already the next window's.
+    after = _after_window(stream, start, emitted, f"{path}.pos_in_window")
+    if after is None:  # inside the window
+        return WindowShuffleState(window, emitted, start)
+    return WindowShuffleState(window, 0, after)
+
+
+def _after_window(stream: WindowShuffledStream, start: Any, emitted: int, where: str) -> Any:
+    """The parent's record after a window of `emitted` elements from `start`, if it ends there.
+
+    A window ends after `window_size` elements, or where the parent ends. It
+    is read once from `start` (as Grain's own restore reads it); None if the
+    window goes on.
+    """
+    if emitted > stream.window_size:
+        raise ValueError(
+            f"Grain's {where} is {emitted}, but a window holds at most {stream.window_size} "
+            "elements: it is the state of another pipeline."
+        )
+    stream.parent.check_state(start, where.rsplit(".", 1)[0] + ".parent_window_start_state")
+    cursor = stream.parent.open(start)
+    try:
+        read = len(cursor.next_many(emitted))
+        if read < emitted:
+            raise ValueError(
+                f"Grain's {where} is {emitted}, but the parent has {read} elements from the "
+                "window's start: it is the state of another pipeline, or the data changed."
+            )
+        after = cursor.state()
+        ends = emitted == stream.window_size or not cursor.next_many(1)
+    finally:
+        cursor.close()
+    return after if ends else None
 
 
 def _flat_mapped(stream: FlatMappedStream, state: Any, path: str) -> SplitState:
@@ -176,6 +222,13 @@ def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
         raise ValueError(
             f"Grain's {path} must hold the datasets, states and `exhausted` flags of "
             f"{stream.slots} slots, got {records.describe_value(state)}."
+        )
+    if state.get("future_states"):  # left by Grain's elastic set_shard_states
+        raise ValueError(
+            f"Grain's {path}.future_states holds the states of datasets this interleave has not "
+            f"opened yet ({records.describe_value(state['future_states'])}); grainfn's "
+            "interleave opens each dataset at its start, so this state does not determine "
+            "grainfn's. Restart the data position for this pipeline."
         )
     flags = [_check_flag(ended, f"{path}.exhausted[{i}]") for i, ended in enumerate(exhausted)]
     for i, dataset in enumerate(datasets):
@@ -200,6 +253,51 @@ def _tfrecord(stream: TFRecordStream, state: Any, path: str) -> TFRecordPosition
     return TFRecordPosition(_count(state, "reader_offset", path))
 
 
+def _parquet(stream: ParquetFileStream, state: Any, path: str) -> ParquetPosition:
+    # The same position as grainfn's: row `index_within_row_group` of row group `row_group`.
+    return ParquetPosition(
+        _count(state, "row_group", path), _count(state, "index_within_row_group", path)
+    )
+
+
+_NO_REMAINDER = [-1, -1]
+"""Grain's slice of a token feature in `remainder_slices` when no element is being cut."""
+
+
+def _concat_then_split(
+    stream: ConcatThenSplitStream, state: Any, path: str
+) -> ConcatThenSplitState:
+    # Grain's state is taken where a round starts, as grainfn's: the parent before the
+    # element being cut, then `n` rows of the round returned. A cut element's slice of a
+    # token feature is (tokens packed before, its length): the start is grainfn's offset.
+    slices = _field(state, "remainder_slices", path)
+    features = stream.token_features
+    if not isinstance(slices, dict) or sorted(slices) != sorted(features):
+        raise ValueError(
+            f"Grain's {path}.remainder_slices must map the token features {list(features)} "
+            f"to slices, got {records.describe_value(slices)}: it is the state of another "
+            "pipeline."
+        )
+    offsets = tuple(
+        _slice_start(slices[name], f"{path}.remainder_slices[{name!r}]") for name in features
+    )
+    emitted = _count(state, "elements_from_buffer_after_checkpoint", path)
+    return ConcatThenSplitState(emitted, offsets, _parent(stream, state, path, "parent_state"))
+
+
+def _slice_start(value: Any, where: str) -> int:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        if list(value) == _NO_REMAINDER:
+            return 0
+        start, stop = value
+        if records.is_saved_count(start) and records.is_saved_count(stop) and start <= stop:
+            return start
+    raise ValueError(
+        f"Grain's {where} must be a slice [start, stop] with 0 <= start <= stop, or [-1, -1] "
+        f"for no remainder, got {records.describe_value(value)}."
+    )
+
+
 def _iterable(stream: IterableStream, state: Any, path: str) -> IterableState:
     # Grain keeps the user iterator's own state as it is; opening the stage calls its set_state.
     return IterableState(copy.deepcopy(state))
@@ -207,6 +305,8 @@ def _iterable(stream: IterableStream, state: Any, path: str) -> IterableState:
 
 _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
     TFRecordStream: _tfrecord,
+    ParquetFileStream: _parquet,
+    ConcatThenSplitStream: _concat_then_split,
     IterableStream: _iterable,
     RandomMappedStream: _counted,
     IndexMappedStream: _counted,

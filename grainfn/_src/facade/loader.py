@@ -12,7 +12,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
-from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
+from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, determine_worker_count
 from grainfn._src.loader.pipeline import check_operation, is_operation, loader_stream
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
@@ -82,8 +82,7 @@ class DataLoader:
         if is_operation(operations) or not isinstance(operations, Iterable):
             operations = [operations]  # one operation; check_operation names a wrong one
         self._operations = tuple(check_operation(op) for op in operations)
-        count = available_cores() if worker_count is None else worker_count
-        count = validate.check_nonnegative_int(count, "worker_count")
+        count = determine_worker_count(worker_count)
         buffer = validate.check_nonnegative_int(worker_buffer_size, "worker_buffer_size")
         self._multiprocessing_options = MultiprocessingOptions(
             num_workers=count,
@@ -190,7 +189,9 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
         A state Grain's own DataLoader wrote for the same sampler and source is
         taken too, where it determines grainfn's position: with 0 or 1
         workers for any operations but FlatMap, with more for maps only (see
-        `grainfn._src.facade.grain_loader_states`).
+        `grainfn._src.facade.grain_loader_states`). Grain names an ArrayRecord
+        source by the SHA-1 of its paths; it names this loader's source when
+        the same paths hash to it.
 
         Raises:
             ValueError: if the state is not JSON, or belongs to another loader
@@ -213,15 +214,18 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 f"DataLoader state field 'worker_count' must be an integer >= 0, got "
                 f"{describe_value(workers)}."
             )
+        written_by_grain = "last_seen_indices" in data
         for field in LOADER_FIELDS:
             if field not in data:
                 raise ValueError(f"DataLoader state is truncated: field {field!r} is missing.")
-            if data[field] != self._identity[field]:
+            if data[field] != self._identity[field] and not (
+                written_by_grain and field == "data_source" and self._grain_names_source(data)
+            ):
                 raise ValueError(
                     f"State belongs to another DataLoader: its {field} is {data[field]!r}, "
                     f"this loader's is {self._identity[field]!r}."
                 )
-        if "last_seen_indices" in data:  # written by Grain's DataLoader
+        if written_by_grain:
             # Imported here: reading Grain's states is for runs moving from Grain, once.
             from grainfn._src.facade.grain_loader_states import loader_from_grain
 
@@ -237,6 +241,12 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 if key not in (*LOADER_FIELDS, "worker_count")
             }
         )
+
+    def _grain_names_source(self, data: dict[str, Any]) -> bool:
+        """Whether Grain's name of its source in `data` names this loader's (its hash of paths)."""
+        from grainfn._src.facade.grain_loader_states import names_source
+
+        return names_source(data["data_source"], self._loader._data_source)
 
     def start_prefetch(self) -> None:
         """Starts the background reads (and worker processes) now."""
