@@ -47,6 +47,7 @@ class MappedDataset(ElementStage[Any]):
     """`fn(element)` for every element."""
 
     spec_rule = "mapped"
+    takes_wide_offsets = True  # its device form takes Wide offsets
 
     fn: Callable[[Any], Any]
 
@@ -70,8 +71,6 @@ class MappedDataset(ElementStage[Any]):
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"
-
-    takes_wide_offsets = True
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         import jax

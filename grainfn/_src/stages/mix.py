@@ -84,6 +84,8 @@ def gather(components: Sequence[Dataset[Any]], which: np.ndarray, keys: np.ndarr
 class MixedDataset(_Selection):
     """Interleaves components in fixed proportions; ends where the first runs out."""
 
+    takes_wide_offsets = True  # its device form takes Wide offsets
+
     weights: tuple[float, ...]
     proportions: tuple[int, ...] = dataclasses.field(init=False)
 
@@ -104,8 +106,6 @@ class MixedDataset(_Selection):
 
     def trace_parent(self, index: int) -> ParentIndex:
         return ParentIndex(*mixing.mix_index(index, self.proportions))
-
-    takes_wide_offsets = True
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         """Position `k` of a mix, from its pattern's period.

@@ -48,6 +48,7 @@ class RandomMappedDataset(ElementStage[Any]):
     """`fn(element, rng)` where `rng` depends only on (seed, index)."""
 
     spec_rule = "mapped"
+    takes_wide_offsets = True  # its device form takes Wide offsets
 
     fn: Callable[[Any, Any], Any]
     seed: int
@@ -80,8 +81,6 @@ class RandomMappedDataset(ElementStage[Any]):
 
     def describe_stage(self) -> str:
         return f"random_map({function_name(self.fn)}, seed={self.seed}{_rng_suffix(self.rng)})"
-
-    takes_wide_offsets = True
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         stage = self.describe_stage()

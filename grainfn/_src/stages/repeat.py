@@ -27,6 +27,8 @@ T = TypeVar("T")
 class RepeatedDataset(IndexStage[T]):
     """The parent repeated `num_epochs` times (None: forever)."""
 
+    takes_wide_offsets = True  # its device form takes Wide offsets
+
     num_epochs: int | None
     reseed_each_epoch: bool = True
 
@@ -47,8 +49,6 @@ class RepeatedDataset(IndexStage[T]):
         epochs = "forever" if self.num_epochs is None else f"{self.num_epochs} epochs"
         reseed = "" if self.reseed_each_epoch else ", same epoch each time"
         return f"repeat({epochs}{reseed})"
-
-    takes_wide_offsets = True
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         length, parent_length, mode = self.length, self.parent.length, compiler.mode

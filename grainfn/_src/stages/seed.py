@@ -23,6 +23,8 @@ T = TypeVar("T")
 class SeededDataset(IndexStage[T]):
     """Passes elements through and seeds the random stages downstream of it."""
 
+    takes_wide_offsets = True  # its device form takes Wide offsets
+
     seed: int
 
     @property
@@ -37,8 +39,6 @@ class SeededDataset(IndexStage[T]):
 
     def describe_stage(self) -> str:
         return f"seed({self.seed})"
-
-    takes_wide_offsets = True
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         return compiler.compile(self.parent, bound)
