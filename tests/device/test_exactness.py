@@ -6,6 +6,7 @@ Also: states that went through jit are accepted by every host state API.
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import jax
@@ -190,3 +191,25 @@ def test_components_of_other_dtypes_are_refused_not_promoted() -> None:
     device = fn.to_jax(same).get_many(jnp.arange(6))
     assert device.dtype == np.int8
     np.testing.assert_array_equal(device, np.stack(same.get_many(range(6))))
+
+
+def test_to_jax_of_the_same_dataset_again_reuses_the_compiled_program() -> None:
+    ds = fn.batch(4, fn.shuffle(fn.source(np.arange(40, dtype=np.float32)), seed=2))
+    step = jax.jit(fn.JaxDataset.step)
+    for _ in range(3):  # as a training loop that rebuilds its to_jax value every epoch
+        jds = fn.to_jax(ds)
+        step(jds, jds.init())
+    assert step._cache_size() == 1  # one trace and one program, not three
+    step(fn.to_jax(fn.batch(4, fn.shuffle(fn.range(40), seed=2))), jds.init())
+    assert step._cache_size() == 2  # another dataset is another program
+
+
+def test_a_jit_that_closes_over_large_arrays_warns_and_the_argument_form_does_not() -> None:
+    images = np.zeros((5000, 1000), np.float32)  # 19 MiB: past the 16 MiB the warning allows
+    jds = fn.to_jax(fn.batch(10, fn.source(images)))
+    with pytest.warns(UserWarning, match=r"19 MiB of arrays are folded.*JaxDataset\.step\)\(jds"):
+        jax.jit(jds.step)(jds.init())  # the arrays become constants of the program
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jax.jit(fn.JaxDataset.step)(jds, jds.init())  # they are arguments
+        jds.get_many(jnp.arange(2))  # no trace to fold into
