@@ -9,7 +9,9 @@ reads the next epoch. The order is the host's, element for element, and its
 host twin is the stream `fn.from_dataset(fn.repeat(None, ds))` (`stream`):
 states convert both ways with `host_state` and `device_state`, and
 `fn.iterate`, `fn.state_to_dict` and `fn.state_from_dict` take the `to_jax`
-value and its states directly.
+value and its states directly. Where the top stage is a batch, `get_rows` and
+`step_rows` compute only one shard's contiguous rows of each batch (one
+device's, under `shard_map` or `pmap`), from the same compiled program.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ from grainfn._src.core.stream import Stream
 from grainfn._src.device import step_states
 from grainfn._src.index.device_ints import (
     IntMode,
+    Split,
     UnrepresentableError,
     current_mode,
     require,
     split,
 )
+from grainfn._src.stages.batch import BatchProgram
 from grainfn._src.stages.repeat import repeat
 
 FOLD_WARNING_BYTES = 16 * 2**20
@@ -157,11 +161,101 @@ class JaxDataset:
             state: An `EpochPosition` (from `init`, `step`, `device_state` or
                 `fn.state_from_dict(jds, saved)`), traced or not.
         """
+        at, after = self._advance(state, "step")
+        program = cast(Program, self._static.at_step)  # _advance checked: not an error
+        return program(self.arrays, at), after
+
+    def get_rows(self, position: Any, shard: Any, num_shards: int) -> Any:
+        """Shard `shard` of `num_shards`'s rows of the batch at `position`.
+
+        The top stage must be a `batch` of `batch_size` rows that `num_shards`
+        divides: shard `s` gets the `batch_size // num_shards` consecutive
+        rows from `s * batch_size // num_shards`, the layout of
+        `fn.elastic_batches`' hosts. It computes only those rows, so the
+        shards' rows, stacked in shard order, are `get(position)`.
+
+        Args:
+            position: An integer >= 0, traced or not.
+            shard: An integer in `[0, num_shards)`: a Python int, or a traced
+                one such as `jax.lax.axis_index("data")` inside `shard_map`
+                (a traced shard outside the range gives undefined rows).
+            num_shards: How many shards share each batch: a Python int.
+
+        Raises:
+            NotOnDeviceError: if the top stage is not a batch.
+            ValueError: if `num_shards` does not divide the batch size, or
+                `shard` is not in `[0, num_shards)`.
+
+        Examples:
+            >>> from grainfn import fn
+            >>> jds = fn.to_jax(fn.batch(4, fn.range(12)))
+            >>> jds.get_rows(1, 1, 2), jds.get(1)
+            (Array([6, 7], dtype=int32), Array([4, 5, 6, 7], dtype=int32))
+        """
+        self._check_mode()
+        self._check_folding(position)
+        program = self._batch_program(self._static.at_position, "get_rows")
+        rows = self._shard_rows(program, shard, num_shards, "get_rows")
+        mode, position = self._static.mode, self._positions(position)
+        if position.shape != ():
+            raise TypeError(
+                f"get_rows takes one position, got positions of shape {position.shape}: "
+                "jax.vmap it over many."
+            )
+        at = split(mode, position.astype(mode.unsigned), self.length, mode.top)
+        return program.rows(_varying_like(rows, self.arrays), at, rows)
+
+    def step_rows(
+        self, state: EpochPosition, shard: Any, num_shards: int
+    ) -> tuple[Any, EpochPosition]:
+        """Shard `shard` of `num_shards`'s rows of the batch at `state`, and the state after it.
+
+        The state is the global batch's, as `step`'s: every shard steps the
+        same state, so it is one value for all of them, and it resumes with
+        any other number of shards (or with `step`, or on the host). The
+        rows are `get_rows`': shard `s` gets the `batch_size // num_shards`
+        consecutive rows from `s * batch_size // num_shards`, so the shards'
+        rows stacked in shard order are `step(state)`'s batch.
+
+        Args:
+            state: An `EpochPosition`, as `step` takes it.
+            shard: An integer in `[0, num_shards)`: a Python int, or a traced
+                one such as `jax.lax.axis_index("data")` inside `shard_map` or
+                `pmap` (a traced shard outside the range gives undefined rows).
+            num_shards: How many shards share each batch: a Python int that
+                divides the batch size.
+
+        Raises:
+            NotOnDeviceError: if the top stage is not a batch.
+            ValueError: if `num_shards` does not divide the batch size, or
+                `shard` is not in `[0, num_shards)`.
+
+        Examples:
+            >>> import jax.numpy as jnp
+            >>> from grainfn import fn
+            >>> jds = fn.to_jax(fn.batch(4, fn.range(8)))
+            >>> rows, state = jds.step_rows(jds.init(), 0, 2)
+            >>> rows, jds.host_state(state)
+            (Array([0, 1], dtype=int32), DatasetPosition(position=1))
+            >>> whole, _ = jds.step(jds.init())
+            >>> bool(jnp.all(jnp.concatenate([jds.step_rows(jds.init(), s, 2)[0] for s in (0, 1)])
+            ...     == whole))
+            True
+        """
+        self._check_mode()
+        self._check_steps()
+        program = self._batch_program(self._static.at_step, "step_rows")
+        rows = self._shard_rows(program, shard, num_shards, "step_rows")
+        at, after = self._advance(state, "step_rows")
+        return program.rows(_varying_like(rows, self.arrays), at, rows), after
+
+    def _advance(self, state: Any, name: str) -> tuple[Split, EpochPosition]:
+        """The top stage's Split at `state`, and the state after it."""
         self._check_mode()
         self._check_steps()
         if not isinstance(state, EpochPosition):
             raise TypeError(
-                f"step takes the EpochPosition that init() or step() returned (or that "
+                f"{name} takes the EpochPosition that init() or step() returned (or that "
                 f"jds.device_state / fn.state_from_dict(jds, saved) gave), got {state!r}."
             )
         self._check_folding(state)
@@ -169,14 +263,58 @@ class JaxDataset:
         if not any(isinstance(field, jax.core.Tracer) for field in state):
             step_states.check_fields(as_host(state), period, self.dataset.describe_stage())
         epoch, offset = (jnp.asarray(field, mode.position_dtype) for field in state)
-        program = cast(Program, self._static.at_step)  # _check_steps: not an error
         at = step_states.top_split(mode, epoch, offset, self.length, period)
-        element = program(self.arrays, at)
         after = offset.astype(mode.unsigned) + mode.unsigned.type(1)
         wraps = after == mode.unsigned.type(period)
         offset = jnp.where(wraps, mode.unsigned.type(0), after).astype(mode.position_dtype)
         epoch = epoch + wraps.astype(mode.position_dtype)
-        return element, EpochPosition(cast(int, epoch), cast(int, offset))
+        return at, EpochPosition(cast(int, epoch), cast(int, offset))
+
+    def _batch_program(self, program: Program | Exception, name: str) -> BatchProgram:
+        """`program` as the top batch stage's, or a refusal naming the top stage."""
+        if isinstance(program, BatchProgram):
+            return program
+        top = self.dataset
+        while top.transparent:
+            top = top.parents[0]
+        raise NotOnDeviceError(
+            f"{name} reads some rows of a batch, but the top stage of this to_jax pipeline is "
+            f"{top.describe_stage()!r}, not a batch. Make fn.batch the last stage (maps of "
+            "whole batches go in the training step), or read whole elements with step and get."
+        )
+
+    def _shard_rows(self, program: BatchProgram, shard: Any, num_shards: int, name: str) -> Any:
+        """The row numbers of shard `shard` of `num_shards` in a batch of `program`."""
+        size = program.batch_size
+        if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
+            raise ValueError(
+                f"{name} got num_shards={num_shards!r}: it is the number of shards sharing a "
+                f"batch, a Python int >= 1 that divides the batch size {size} (a static value, "
+                "not a traced one)."
+            )
+        if size % num_shards:
+            divisors = [d for d in range(1, min(size, 64) + 1) if size % d == 0]
+            raise ValueError(
+                f"{name} got num_shards={num_shards}, which does not divide the batch size "
+                f"{size}: each shard takes batch_size // num_shards rows. Use a number of shards "
+                f"that divides it (such as {', '.join(map(str, divisors))}), or a batch size "
+                f"that {num_shards} divides."
+            )
+        if not isinstance(shard, jax.core.Tracer):
+            host = np.asarray(shard)
+            if host.shape != () or host.dtype.kind not in "iu":
+                raise TypeError(f"{name} takes shard as one integer, got {shard!r}.")
+            if not 0 <= int(host) < num_shards:
+                raise ValueError(
+                    f"{name} got shard={int(host)}; it must be an integer in [0, {num_shards - 1}] "
+                    f"for num_shards={num_shards}."
+                )
+        elif shard.shape != () or not jnp.issubdtype(shard.dtype, jnp.integer):
+            raise TypeError(f"{name} takes shard as one integer, got {shard!r}.")
+        per_shard = size // num_shards
+        unsigned = self._static.mode.unsigned
+        first = jnp.asarray(shard).astype(unsigned) * unsigned.type(per_shard)
+        return first + jnp.arange(per_shard, dtype=unsigned)
 
     def host_state(self, state: Any) -> DatasetPosition:
         """The state of the host twin `stream` at the same place as `state`.
@@ -273,6 +411,32 @@ class JaxDataset:
         return f"to_jax({mode.bits}-bit) of\n{self.dataset!r}"
 
 
+def _varying_like(rows: Any, arrays: Sequence[Any]) -> Sequence[Any]:
+    """`arrays`, varying over the mesh axes that `rows` varies over inside `shard_map`.
+
+    A shard's rows depend on `jax.lax.axis_index`, so inside `shard_map` they
+    vary over its axis while the pipeline's arrays do not. Under `vmap`,
+    `lax.switch` (a mix's choice of component) then fails jax's check of
+    varying axes (jax 0.10: "pvary is a invariant->variant collective"), so
+    the arrays are cast to vary alike first: a cast of types that moves no data.
+    """
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:  # a jax without varying axes in its types
+        return arrays
+    aval = typeof(rows)
+    varying = getattr(getattr(aval, "mat", None), "varying", None)
+    if varying is None:  # jax before 0.10 calls the same set `vma`
+        varying = getattr(aval, "vma", frozenset())
+    if not varying:
+        return arrays
+    axes = tuple(sorted(varying))
+    pcast = getattr(jax.lax, "pcast", None)
+    if pcast is None:  # jax before pcast: pvary is the same cast
+        pvary = jax.lax.pvary  # type: ignore[attr-defined]
+        return [pvary(array, axes) for array in arrays]
+    return [pcast(array, axes, to="varying") for array in arrays]
+
+
 def to_jax(ds: Dataset[Any]) -> JaxDataset:
     """Compiles a map-level pipeline into jax functions with the host's exact order.
 
@@ -307,7 +471,9 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
             the Grain API (its `.core`).
 
     Returns:
-        A JaxDataset with `length`, `get_many`, `get`, `init` and `step`.
+        A JaxDataset with `length`, `get_many`, `get`, `init` and `step`, and
+        where the top stage is a batch, `get_rows` and `step_rows`: one
+        device's (or host's) rows of each batch.
 
     Raises:
         NotOnDeviceError: naming the first stage that cannot run on device, and why.

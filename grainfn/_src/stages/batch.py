@@ -39,6 +39,7 @@ class BatchedDataset(OneParent):
     """Consecutive elements of each epoch, batched; epochs are batched separately."""
 
     spec_rule = "batched"
+    takes_wide_offsets = True  # its device form takes Wide offsets
 
     batch_size: int
     drop_remainder: bool = False
@@ -112,9 +113,8 @@ class BatchedDataset(OneParent):
         starts, stops = self._bounds(np.array([index], dtype=np.int64))
         return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
 
-    takes_wide_offsets = True
-
     def device_program(self, compiler: Compiler, bound: int) -> Program:
+        """The whole batch at a position: a `BatchProgram`, which also reads some of its rows."""
         import jax
 
         size, parent_length = self.batch_size, self.parent.length
@@ -134,11 +134,10 @@ class BatchedDataset(OneParent):
         last_row = epoch * parent_length + (offset + 1) * size - 1  # of the last batch it may read
         row_bound = min(last_row, parent_bound(self.length, bound, parent_length))
         parent = compiler.compile(self.parent, row_bound)
-        rows = np.arange(size, dtype=compiler.mode.unsigned)
         unsigned = compiler.mode.unsigned.type
         wide_rows = wide_offsets(compiler.mode, parent_length, row_bound)
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def rows_program(arrays: Sequence[Any], at: Split, rows: Any) -> Any:
             if wide_rows:  # 32-bit, rows past 2**32 - 1: offset * size + row on pairs of words
                 first = wide.scale(at.offset, size)
                 offsets: Any = wide.add(first.high, first.low, rows)
@@ -146,7 +145,37 @@ class BatchedDataset(OneParent):
                 offsets = at.offset * unsigned(size) + rows
             return jax.vmap(lambda offset: parent(arrays, Split(at.epoch, offset)))(offsets)
 
-        return program
+        return BatchProgram(rows_program, size, compiler.mode.unsigned)
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchProgram:
+    """A batch stage's device form: `(arrays, at) -> batch`, and `rows` for some of its rows.
+
+    `to_jax` compiles a batch stage once; this one program gives the whole
+    batch, and any rows of it (one device's part of a global batch) from the
+    same arrays and index math, so the rows are the batch's, row for row.
+
+    Attributes:
+        read_rows: `(arrays, at, rows) -> those rows of the batch at `at`,
+            stacked`, for a 1-d array of row numbers in `[0, batch_size)`
+            of the mode's unsigned dtype.
+        batch_size: Rows per batch.
+        unsigned: The unsigned integer dtype of the compiling mode.
+    """
+
+    read_rows: Callable[[Sequence[Any], Split, Any], Any]
+    batch_size: int
+    unsigned: np.dtype[Any]
+
+    def __call__(self, arrays: Sequence[Any], at: Split) -> Any:
+        return self.read_rows(arrays, at, np.arange(self.batch_size, dtype=self.unsigned))
+
+    def rows(self, arrays: Sequence[Any], at: Split, rows: Any) -> Any:
+        """Rows `rows` (integers in `[0, batch_size)`, traced or not) of the batch at `at`."""
+        import jax.numpy as jnp
+
+        return self.read_rows(arrays, at, jnp.asarray(rows).astype(self.unsigned))
 
 
 def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) -> np.ndarray:
