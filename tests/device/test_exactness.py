@@ -193,15 +193,18 @@ def test_components_of_other_dtypes_are_refused_not_promoted() -> None:
     np.testing.assert_array_equal(device, np.stack(same.get_many(range(6))))
 
 
-def test_to_jax_of_the_same_dataset_again_reuses_the_compiled_program() -> None:
-    ds = fn.batch(4, fn.shuffle(fn.source(np.arange(40, dtype=np.float32)), seed=2))
-    step = jax.jit(fn.JaxDataset.step)
-    for _ in range(3):  # as a training loop that rebuilds its to_jax value every epoch
-        jds = fn.to_jax(ds)
+def test_to_jax_of_an_equal_pipeline_reuses_the_compiled_program() -> None:
+    def pipeline(seed: int = 2) -> Any:
+        return fn.batch(4, fn.shuffle(fn.source(np.arange(40, dtype=np.float32)), seed=seed))
+
+    step = jax.jit(lambda jds, state: jds.step(state))  # a cache of its own
+    for _ in range(3):  # as a training loop that builds its pipeline again every epoch
+        jds = fn.to_jax(pipeline())
         step(jds, jds.init())
     assert step._cache_size() == 1  # one trace and one program, not three
+    step(fn.to_jax(pipeline(seed=3)), jds.init())
     step(fn.to_jax(fn.batch(4, fn.shuffle(fn.range(40), seed=2))), jds.init())
-    assert step._cache_size() == 2  # another dataset is another program
+    assert step._cache_size() == 3  # another seed, another source: other programs
 
 
 def test_a_jit_that_closes_over_large_arrays_warns_and_the_argument_form_does_not() -> None:

@@ -16,6 +16,7 @@ device's, under `shard_map` or `pmap`), from the same compiled program.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from typing import Any, cast
@@ -49,9 +50,10 @@ before `step` and `get_many` warn (folding costs compile time: seconds per 100 M
 class _Static:
     """What a JaxDataset's pytree keeps beside its arrays.
 
-    Two compare equal when they were compiled from the same dataset object in
-    the same mode, so `jax.jit` reuses its trace and program for `to_jax(ds)`
-    called again (its arrays, the pytree's leaves, may then be new ones).
+    Two compare equal when they were compiled in the same mode from equal
+    pipelines (`pipeline_key`), so `jax.jit` reuses its trace and program for
+    `to_jax` of a pipeline built again (its arrays, the pytree's leaves, may
+    then be new ones).
     """
 
     def __init__(
@@ -67,19 +69,48 @@ class _Static:
         self.step_bound = step_states.step_bound(dataset.length, mode)
         self.period = step_states.state_period(dataset.length)
         self.warned_fold = False
-
-    def _key(self) -> tuple[int, IntMode, int]:
-        return id(self.dataset), self.mode, self.step_bound
+        self.key = (pipeline_key(dataset), mode, self.step_bound)
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, _Static)
-            and self.dataset is other.dataset
-            and (self._key() == other._key())
-        )
+        return isinstance(other, _Static) and self.key == other.key
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self.key)
+
+
+def pipeline_key(value: Any) -> Any:
+    """What a compiled program depends on in a pipeline: equal keys give the same program.
+
+    A stage's compared dataclass fields, recursively; an array by its shape and
+    dtype (arrays are the program's arguments, never part of it); a function
+    or another object by identity, unless it hashes by value.
+
+    Examples:
+        >>> import numpy as np
+        >>> from grainfn import fn
+        >>> def build():
+        ...     return fn.batch(2, fn.shuffle(fn.source(np.zeros((8, 3))), seed=1))
+        >>> pipeline_key(build()) == pipeline_key(build())
+        True
+        >>> pipeline_key(build()) == pipeline_key(fn.shuffle(fn.range(8), seed=1))
+        False
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value) if f.compare]
+        return (type(value), tuple(pipeline_key(getattr(value, name)) for name in fields))
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return ("array", tuple(value.shape), str(value.dtype))
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(pipeline_key(item) for item in value))
+    if isinstance(value, dict):
+        return (dict, tuple((key, pipeline_key(item)) for key, item in value.items()))
+    if callable(value):
+        return ("object", id(value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", id(value))
+    return (type(value), value)
 
 
 @jax.tree_util.register_pytree_node_class
