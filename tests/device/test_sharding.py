@@ -19,7 +19,6 @@ and bad arguments are refused by name. In subprocesses (`sharding_run.py`):
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import pickle
 import re
@@ -29,13 +28,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from device import sharding_run as RUN  # the pipelines the processes read (it imports no jax)
+from device.modes import exact_mode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -47,18 +47,6 @@ SCRIPT = Path(__file__).with_name("sharding_run.py")
 ROOT = Path(__file__).parents[2]
 RUN_TIMEOUT = 240.0
 """Seconds a subprocess run may take before it is killed (a healthy one takes ~15-40)."""
-
-
-def load_run_module() -> ModuleType:
-    """`sharding_run.py` as a module: the pipelines the processes read (it imports no jax)."""
-    spec = importlib.util.spec_from_file_location("device_sharding_run", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RUN = load_run_module()
 
 
 # In this process: rows of one device, stacked.
@@ -76,15 +64,6 @@ def assert_trees_equal(actual: Any, expected: Any, where: str) -> None:
     assert jax.tree.structure(actual) == jax.tree.structure(expected), where
     for got, want in zip(jax.tree.leaves(actual), jax.tree.leaves(expected)):
         np.testing.assert_array_equal(got, want, err_msg=where)
-
-
-def exact_mode(ds: Any) -> Any:
-    """32-bit where `to_jax(ds).init()` is exact, else 64-bit."""
-    try:
-        fn.to_jax(ds).init()
-    except OverflowError:
-        return jax.enable_x64(True)
-    return contextlib.nullcontext()
 
 
 def batched(ds: Any) -> Any:

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from device.modes import exact_mode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,15 +28,6 @@ def assert_same_elements(device: Any, host: list[Any]) -> None:
         ), (j, row, element)
         for got, want in zip(jax.tree_util.tree_leaves(row), jax.tree_util.tree_leaves(element)):
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"row {j}")
-
-
-def exact_mode(ds: Any) -> Any:
-    """The integer mode `to_jax(ds).step` runs in: 32-bit, or 64-bit where 32 bits are refused."""
-    try:
-        fn.to_jax(ds).init()
-    except OverflowError:
-        return jax.enable_x64(True)
-    return contextlib.nullcontext()
 
 
 def addressable(ds: Any, position: int) -> bool:
