@@ -2,9 +2,14 @@
 
 Each stage holds its device form in its own module, beside its index rule: its
 `device_program(compiler, bound)` compiles its parents (`compiler.compile`)
-and returns a `Program`, a pure function `(arrays, Split) -> element` that jax
-traces, for positions up to `bound`. A stage without one says why in its
-`device_refusal`. Arrays a program reads (sources, index tables) are not baked
+and returns a `Program` for positions up to `bound`: pure functions that jax
+traces, in two phases. `resolve(arrays, Split)` does the index math and gives
+the element's addresses (integers: the source rows it reads, a mix's choice,
+random keys); `read(arrays, addresses)` reads the sources there and applies
+the maps. Calling the program does both; the block form of `to_jax`
+(`JaxDataset.scan`) resolves many steps' addresses in one vectorized
+computation and reads them one step at a time. A stage without a device form
+says why in its `device_refusal`. Arrays a program reads (sources, index tables) are not baked
 into it: the compiler collects them (`add`), so they travel as the leaves of
 the `JaxDataset` pytree.
 
@@ -23,13 +28,46 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from grainfn._src.index.device_ints import IntMode, Split, offset_bound, require, wide_offsets
+from grainfn._src.index.device_ints import IntMode, offset_bound, require, wide_offsets
 
 if TYPE_CHECKING:
     from grainfn._src.core.dataset import Dataset
 
-Program = Callable[[Sequence[Any], Split], Any]
-"""A compiled stage: the element at a position, from the collected arrays."""
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A compiled stage: the element at a position, in two phases.
+
+    Attributes:
+        resolve: `(arrays, at) -> addresses`: the index math alone, a pytree
+            of integer arrays that depends only on the position `at` (a
+            `Split`, or whatever the stage above passes) and the index tables.
+        read: `(arrays, addresses) -> element`: the source reads and maps.
+
+    Examples:
+        >>> import numpy as np
+        >>> from grainfn._src.index.device_ints import Split
+        >>> rows = Program(lambda arrays, at: at.offset, lambda arrays, i: arrays[0][i])
+        >>> reversed_rows = rows.at(lambda arrays, at: Split(at.epoch, 2 - at.offset))
+        >>> int(reversed_rows([np.array([10, 11, 12])], Split(0, 0)))
+        12
+    """
+
+    resolve: Callable[[Sequence[Any], Any], Any]
+    read: Callable[[Sequence[Any], Any], Any]
+
+    def __call__(self, arrays: Sequence[Any], at: Any) -> Any:
+        return self.read(arrays, self.resolve(arrays, at))
+
+    def at(self, move: Callable[[Sequence[Any], Any], Any]) -> Program:
+        """This program, read where `move(arrays, at)` says: an index stage over it."""
+        resolve = self.resolve
+        return Program(lambda arrays, at: resolve(arrays, move(arrays, at)), self.read)
+
+    def then(self, finish: Callable[[Sequence[Any], Any], Any]) -> Program:
+        """This program's element passed through `finish(arrays, element)`: a map over it."""
+        read = self.read
+        return Program(self.resolve, lambda arrays, where: finish(arrays, read(arrays, where)))
 
 
 class NotOnDeviceError(TypeError):

@@ -14,7 +14,7 @@ import toolz
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.compiler import NotOnDeviceError
+from grainfn._src.core.compiler import NotOnDeviceError, Program
 from grainfn._src.core.dataset import (
     INFINITE,
     OneParent,
@@ -29,7 +29,7 @@ from grainfn._src.index import slicing, wide
 from grainfn._src.index.device_ints import Split, parent_bound, wide_offsets
 
 if TYPE_CHECKING:
-    from grainfn._src.core.compiler import Compiler, Program
+    from grainfn._src.core.compiler import Compiler
 
 T = TypeVar("T")
 
@@ -137,45 +137,54 @@ class BatchedDataset(OneParent):
         unsigned = compiler.mode.unsigned.type
         wide_rows = wide_offsets(compiler.mode, parent_length, row_bound)
 
-        def rows_program(arrays: Sequence[Any], at: Split, rows: Any) -> Any:
+        def resolve_rows(arrays: Sequence[Any], at: Split, rows: Any) -> Any:
             if wide_rows:  # 32-bit, rows past 2**32 - 1: offset * size + row on pairs of words
                 first = wide.scale(at.offset, size)
                 offsets: Any = wide.add(first.high, first.low, rows)
             else:
                 offsets = at.offset * unsigned(size) + rows
-            return jax.vmap(lambda offset: parent(arrays, Split(at.epoch, offset)))(offsets)
+            return jax.vmap(lambda offset: parent.resolve(arrays, Split(at.epoch, offset)))(offsets)
 
-        return BatchProgram(rows_program, size, compiler.mode.unsigned)
+        def read(arrays: Sequence[Any], where: Any) -> Any:
+            return jax.vmap(lambda one: parent.read(arrays, one))(where)
+
+        every_row = np.arange(size, dtype=compiler.mode.unsigned)
+        return BatchProgram(
+            lambda arrays, at: resolve_rows(arrays, at, every_row),
+            read,
+            resolve_rows,
+            size,
+            compiler.mode.unsigned,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
-class BatchProgram:
-    """A batch stage's device form: `(arrays, at) -> batch`, and `rows` for some of its rows.
+class BatchProgram(Program):
+    """A batch stage's device form: the whole batch at a position, and `rows` for some rows.
 
     `to_jax` compiles a batch stage once; this one program gives the whole
     batch, and any rows of it (one device's part of a global batch) from the
-    same arrays and index math, so the rows are the batch's, row for row.
+    same arrays and index math, so the rows are the batch's, row for row. A
+    batch's addresses are its rows' addresses, stacked.
 
     Attributes:
-        read_rows: `(arrays, at, rows) -> those rows of the batch at `at`,
-            stacked`, for a 1-d array of row numbers in `[0, batch_size)`
-            of the mode's unsigned dtype.
+        resolve_rows: `(arrays, at, rows) -> those rows' addresses, stacked`,
+            for a 1-d array of row numbers in `[0, batch_size)` of the
+            mode's unsigned dtype.
         batch_size: Rows per batch.
         unsigned: The unsigned integer dtype of the compiling mode.
     """
 
-    read_rows: Callable[[Sequence[Any], Split, Any], Any]
+    resolve_rows: Callable[[Sequence[Any], Split, Any], Any]
     batch_size: int
     unsigned: np.dtype[Any]
-
-    def __call__(self, arrays: Sequence[Any], at: Split) -> Any:
-        return self.read_rows(arrays, at, np.arange(self.batch_size, dtype=self.unsigned))
 
     def rows(self, arrays: Sequence[Any], at: Split, rows: Any) -> Any:
         """Rows `rows` (integers in `[0, batch_size)`, traced or not) of the batch at `at`."""
         import jax.numpy as jnp
 
-        return self.read_rows(arrays, at, jnp.asarray(rows).astype(self.unsigned))
+        rows = jnp.asarray(rows).astype(self.unsigned)
+        return self.read(arrays, self.resolve_rows(arrays, at, rows))
 
 
 def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) -> np.ndarray:

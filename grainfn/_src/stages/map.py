@@ -19,7 +19,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.compiler import call_traced, device_array
+from grainfn._src.core.compiler import Program, call_traced, device_array
 from grainfn._src.core.dataset import (
     ElementStage,
     function_name,
@@ -37,7 +37,7 @@ from grainfn._src.core.stream import (
 from grainfn._src.index.device_ints import Split, require, whole_position
 
 if TYPE_CHECKING:
-    from grainfn._src.core.compiler import Compiler, Program
+    from grainfn._src.core.compiler import Compiler
 
 T = TypeVar("T")
 
@@ -77,16 +77,16 @@ class MappedDataset(ElementStage[Any]):
 
         parent, fn, stage = compiler.compile(self.parent, bound), self.fn, self.describe_stage()
         if not isinstance(fn, WithArrays):
-            return lambda arrays, at: call_traced(stage, fn, parent(arrays, at))
+            return parent.then(lambda arrays, element: call_traced(stage, fn, element))
         # The map's own arrays are leaves of the compiled value, as a source's are.
         leaves, structure = jax.tree_util.tree_flatten(fn.arrays)
         places = [compiler.add(device_array(leaf, stage)) for leaf in leaves]
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def finish(arrays: Sequence[Any], element: Any) -> Any:
             extra = jax.tree_util.tree_unflatten(structure, [arrays[i] for i in places])
-            return call_traced(stage, fn.fn, parent(arrays, at), extra)
+            return call_traced(stage, fn.fn, element, extra)
 
-        return program
+        return parent.then(finish)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -128,9 +128,15 @@ class IndexMappedDataset(ElementStage[Any]):
         )
         parent, fn, stage = compiler.compile(self.parent, bound), self.fn, self.describe_stage()
         whole, dtype = whole_position(compiler.mode, self, bound), compiler.mode.position_dtype
-        return lambda arrays, at: call_traced(
-            stage, fn, whole(at).astype(dtype), parent(arrays, at)
-        )
+
+        def resolve(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
+            return whole(at).astype(dtype), parent.resolve(arrays, at)
+
+        def read(arrays: Sequence[Any], where: tuple[Any, Any]) -> Any:
+            index, inside = where
+            return call_traced(stage, fn, index, parent.read(arrays, inside))
+
+        return Program(resolve, read)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

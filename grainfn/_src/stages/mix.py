@@ -12,7 +12,7 @@ import numpy as np
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_components
-from grainfn._src.core.compiler import NotOnDeviceError
+from grainfn._src.core.compiler import NotOnDeviceError, Program
 from grainfn._src.core.dataset import INFINITE, Dataset, ParentIndex, set_length
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing, wide
@@ -26,7 +26,7 @@ from grainfn._src.index.device_ints import (
 )
 
 if TYPE_CHECKING:
-    from grainfn._src.core.compiler import Compiler, Program
+    from grainfn._src.core.compiler import Compiler
 
 T = TypeVar("T")
 
@@ -131,16 +131,16 @@ class MixedDataset(_Selection):
             programs = [_at_key(compiler, part, b) for part, b in zip(self.components, key_bounds)]
             _check_alike(compiler, self, programs, _scalar(compiler.mode.unsigned))
 
-            def program(arrays: Sequence[Any], at: Split) -> Any:
+            def route(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
                 import jax.numpy as jnp
 
                 position = whole(at)
                 periods, inside = position // unsigned(period), position % unsigned(period)
                 component = arrays[which][inside]
                 key = periods * jnp.asarray(shares)[component] + arrays[first_keys][inside]
-                return _switch(self, component, programs, arrays, key)
+                return component, key
 
-            return program
+            return _routed(route, programs)
         require(  # 32-bit: whole positions need two words, the epoch one
             bound // self.length < compiler.mode.limit,
             self.describe_stage(),
@@ -154,17 +154,16 @@ class MixedDataset(_Selection):
             compiler, self, wide_programs, wide.Wide(_scalar(np.uint32), _scalar(np.uint32))
         )
 
-        def wide_program(arrays: Sequence[Any], at: Split) -> Any:
+        def wide_route(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
             import jax.numpy as jnp
 
             high, low = wide.whole(at.epoch, at.offset, self.length)
             (periods_high, periods_low), inside = wide.divmod_small(high, low, period)
             component = arrays[which][inside]
             key = wide.multiply_pair(periods_high, periods_low, jnp.asarray(shares)[component])
-            key = wide.add(*key, arrays[first_keys][inside])
-            return _switch(self, component, wide_programs, arrays, key)
+            return component, wide.add(*key, arrays[first_keys][inside])
 
-        return wide_program
+        return _routed(wide_route, wide_programs)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -198,14 +197,14 @@ class ConcatenatedDataset(_Selection):
             Split(_scalar(compiler.mode.unsigned), _scalar(compiler.mode.unsigned)),
         )
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def route(arrays: Sequence[Any], at: Split) -> tuple[Any, Split]:
             import jax.numpy as jnp
 
             component = jnp.searchsorted(starts, at.offset, side="right").astype(np.int32) - 1
             offset = at.offset - jnp.asarray(starts)[component]
-            return _switch(self, component, programs, arrays, Split(at.epoch, offset))
+            return component, Split(at.epoch, offset)
 
-        return program
+        return _routed(route, programs)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -271,11 +270,10 @@ class SelectedDataset(_Selection):
         which = compiler.add(components)
         positions = compiler.add(keys.astype(np.uint64).astype(compiler.mode.unsigned))
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
-            component = arrays[which][at.offset]
-            return _switch(self, component, programs, arrays, arrays[positions][at.offset])
+        def route(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
+            return arrays[which][at.offset], arrays[positions][at.offset]
 
-        return program
+        return _routed(route, programs)
 
 
 def _bad_selection(pair: Any, index: int, count: int) -> Exception:
@@ -485,35 +483,73 @@ TABLE_LIMIT = 1 << 20
 """The most entries a device routing table (one mix period, one selection map) may have."""
 
 
-def _at_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any], Any], Any]:
+def _at_key(c: Compiler, component: Any, bound: int) -> Program:
     """A component's program taking a whole position (`key`) instead of a Split."""
     program = c.compile(component, bound)
-    return lambda arrays, key: program(arrays, split(c.mode, key, component.length, bound))
+    return program.at(lambda arrays, key: split(c.mode, key, component.length, bound))
 
 
-def _at_wide_key(c: Compiler, component: Any, bound: int) -> Callable[[Sequence[Any], Any], Any]:
+def _at_wide_key(c: Compiler, component: Any, bound: int) -> Program:
     """A component's program taking a whole position as a (high, low) pair of words."""
     if bound < c.mode.limit:  # the high word is 0: the low word is the key
-        narrow = _at_key(c, component, bound)
-        return lambda arrays, key: narrow(arrays, key[1])
+        return _at_key(c, component, bound).at(lambda arrays, key: key[1])
     program, length = c.compile(component, bound), component.length
-    return lambda arrays, key: program(arrays, split(c.mode, wide.Wide(*key), length, bound))
+    return program.at(lambda arrays, key: split(c.mode, wide.Wide(*key), length, bound))
 
 
-def _switch(
-    ds: Any,
-    component: Any,
-    programs: list[Callable[[Sequence[Any], Any], Any]],
-    arrays: Sequence[Any],
-    where: Any,
-) -> Any:
-    """The element of the component `component` names, from `programs[component]`."""
+Route = Callable[[Sequence[Any], Split], tuple[Any, Any]]
+"""`(arrays, at) -> (component, where)`: the component a position reads, and where in it."""
+
+
+def _routed(route: Route, programs: list[Program]) -> Program:
+    """The element of component `programs[c]` at `where`, for `(c, where) = route(arrays, at)`.
+
+    The addresses are `c` and every component's addresses, the others'
+    zeros: one array of addresses holds positions of different components.
+    Only the chosen component's index math runs (`lax.switch`), and only
+    its reads.
+    """
     import jax
 
     if len(programs) == 1:
-        return programs[0](arrays, where)
-    branches = [lambda where, p=p: p(arrays, where) for p in programs]
-    return jax.lax.switch(component, branches, where)
+        return programs[0].at(lambda arrays, at: route(arrays, at)[1])
+
+    def resolve(arrays: Sequence[Any], at: Split) -> tuple[Any, tuple[Any, ...]]:
+        component, where = route(arrays, at)
+        shapes = [jax.eval_shape(p.resolve, arrays, where) for p in programs]
+
+        def chosen(mine: int) -> Callable[[Any], tuple[Any, ...]]:
+            def addresses(where: Any) -> tuple[Any, ...]:
+                return tuple(
+                    program.resolve(arrays, where) if other == mine else _zeros(shape, component)
+                    for other, (program, shape) in enumerate(zip(programs, shapes))
+                )
+
+            return addresses
+
+        branches = [chosen(mine) for mine in range(len(programs))]
+        return component, jax.lax.switch(component, branches, where)
+
+    def read(arrays: Sequence[Any], addresses: tuple[Any, tuple[Any, ...]]) -> Any:
+        component, each = addresses
+        readers = [lambda each, p=p, i=i: p.read(arrays, each[i]) for i, p in enumerate(programs)]
+        return jax.lax.switch(component, readers, each)
+
+    return Program(resolve, read)
+
+
+def _zeros(shapes: Any, like: Any) -> Any:
+    """Zeros of `shapes` (a pytree of ShapeDtypeStructs), computed from `like`.
+
+    Computed from a value rather than made as constants, so that inside
+    `shard_map` they vary over the same mesh axes as `like`, as the chosen
+    branch's addresses do (`lax.switch` wants its branches' types equal).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    zero = like * 0
+    return jax.tree_util.tree_map(lambda s: jnp.broadcast_to(zero.astype(s.dtype), s.shape), shapes)
 
 
 def _scalar(dtype: Any) -> Any:

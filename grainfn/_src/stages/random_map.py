@@ -18,7 +18,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
-from grainfn._src.core.compiler import NotOnDeviceError, call_traced
+from grainfn._src.core.compiler import NotOnDeviceError, Program, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
 from grainfn._src.core.stream import Cursor, Stream
 from grainfn._src.index import jax_keys, wide
@@ -28,7 +28,7 @@ from grainfn._src.index.rng import ElementRng
 from grainfn._src.stages.map import CountCursor, CountingStream, CountState
 
 if TYPE_CHECKING:
-    from grainfn._src.core.compiler import Compiler, Program
+    from grainfn._src.core.compiler import Compiler
 
 RNGS = ("numpy", "jax")
 """What a random_map function draws from: a numpy Generator (Grain's), or a jax.random key."""
@@ -96,10 +96,20 @@ class RandomMappedDataset(ElementStage[Any]):
             raise NotOnDeviceError(f"to_jax: {problem}")
         parent, fn, seed = compiler.compile(self.parent, bound), self.fn, self.seed
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
-            return call_traced(stage, fn, parent(arrays, at), element_key(seed, at))
+        import jax
 
-        return program
+        # The key is index math: its words are resolved with the position's addresses.
+        impl = jax.random.key_impl(jax_keys.seed_key(seed))
+
+        def resolve(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
+            return jax.random.key_data(element_key(seed, at)), parent.resolve(arrays, at)
+
+        def read(arrays: Sequence[Any], where: tuple[Any, Any]) -> Any:
+            words, inside = where
+            key = jax.random.wrap_key_data(words, impl=impl)
+            return call_traced(stage, fn, parent.read(arrays, inside), key)
+
+        return Program(resolve, read)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)

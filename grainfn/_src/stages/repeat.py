@@ -58,22 +58,22 @@ class RepeatedDataset(IndexStage[T]):
         if not self.reseed_each_epoch:  # every repetition reads the parent's first epoch
             parent = compiler.compile(self.parent, min(bound, parent_length - 1))
 
-            def first_epoch(arrays: Sequence[Any], at: Split) -> Any:
+            def first_epoch(arrays: Sequence[Any], at: Split) -> Split:
                 # A finite repeat's epoch is a whole number of parent epochs: the offset decides.
                 inside = split(mode, whole(at), parent_length, bound)
-                return parent(arrays, Split(inside.epoch * mode.unsigned.type(0), inside.offset))
+                return Split(inside.epoch * mode.unsigned.type(0), inside.offset)
 
-            return first_epoch
+            return parent.at(first_epoch)
         parent = compiler.compile(self.parent, bound)  # the position passes through
         if length < INFINITE:
             times = mode.unsigned.type(length // parent_length % mode.limit)
 
-            def program(arrays: Sequence[Any], at: Split) -> Any:
+            def move(arrays: Sequence[Any], at: Split) -> Split:
                 inside = split(mode, at.offset, parent_length, bound)
-                return parent(arrays, Split(at.epoch * times + inside.epoch, inside.offset))
+                return Split(at.epoch * times + inside.epoch, inside.offset)
 
-            return program
-        return lambda arrays, at: parent(arrays, split(mode, whole(at), parent_length, bound))
+            return parent.at(move)
+        return parent.at(lambda arrays, at: split(mode, whole(at), parent_length, bound))
 
 
 @records.register

@@ -49,11 +49,11 @@ class ShuffledDataset(IndexStage[T]):
         )
         parent = compiler.compile(self.parent, parent_bound(length, bound, length))
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def move(arrays: Sequence[Any], at: Split) -> Split:
             seeds = at.epoch.astype(np.uint32) + seed  # (seed + epoch) mod 2**32, as on the host
-            return parent(arrays, Split(at.epoch, permute_jax(at.offset, length, seeds)))
+            return Split(at.epoch, permute_jax(at.offset, length, seeds))
 
-        return program
+        return parent.at(move)
 
 
 @toolz.curry

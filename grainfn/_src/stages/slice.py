@@ -55,11 +55,11 @@ class SlicedDataset(IndexStage[T]):
         start, step = compiler.mode.constant(self.start), compiler.mode.constant(self.step)
         parent = compiler.compile(self.parent, parent_bound(self.length, bound, parent_length))
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def move(arrays: Sequence[Any], at: Split) -> Split:
             # Wrapping arithmetic: exact, since the true result lies in [0, parent_length).
-            return parent(arrays, Split(at.epoch, start + at.offset * step))
+            return Split(at.epoch, start + at.offset * step)
 
-        return program
+        return parent.at(move)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -88,10 +88,7 @@ class TakenDataset(IndexStage[T]):
         table = compiler.add(np.asarray(self.positions, dtype=compiler.mode.unsigned))
         parent = compiler.compile(self.parent, parent_bound(self.length, bound, self.parent.length))
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
-            return parent(arrays, Split(at.epoch, arrays[table][at.offset]))
-
-        return program
+        return parent.at(lambda arrays, at: Split(at.epoch, arrays[table][at.offset]))
 
 
 @toolz.curry

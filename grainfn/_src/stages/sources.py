@@ -17,12 +17,12 @@ import numpy as np
 
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
-from grainfn._src.core.compiler import NotOnDeviceError, device_array
+from grainfn._src.core.compiler import NotOnDeviceError, Program, device_array
 from grainfn._src.core.dataset import Dataset, function_name, read_each, set_length
-from grainfn._src.index.device_ints import Split, offset_bound, require
+from grainfn._src.index.device_ints import offset_bound, require
 
 if TYPE_CHECKING:
-    from grainfn._src.core.compiler import Compiler, Program
+    from grainfn._src.core.compiler import Compiler
 
 T = TypeVar("T")
 
@@ -128,7 +128,8 @@ class RangeDataset(Dataset[int]):
             mode.position_dtype,
         )
         # Wrapping unsigned arithmetic, then a cast: exact, as the value fits the signed dtype.
-        return lambda arrays, at: (start + at.offset * step).astype(dtype)
+        # The value is all index math: its address is the element itself.
+        return Program(lambda arrays, at: (start + at.offset * step).astype(dtype), _itself)
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -185,10 +186,14 @@ class SourceDataset(Dataset[Any]):
         leaves, structure = jax.tree_util.tree_flatten(tree)
         places = [compiler.add(device_array(leaf, self.describe_stage())) for leaf in leaves]
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
-            return jax.tree_util.tree_unflatten(structure, [arrays[i][at.offset] for i in places])
+        def read(arrays: Sequence[Any], row: Any) -> Any:
+            return jax.tree_util.tree_unflatten(structure, [arrays[i][row] for i in places])
 
-        return program
+        return Program(lambda arrays, at: at.offset, read)
+
+
+def _itself(arrays: Sequence[Any], value: Any) -> Any:
+    return value
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

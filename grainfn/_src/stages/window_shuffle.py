@@ -51,7 +51,7 @@ class WindowShuffledDataset(IndexStage[T]):
         unsigned = compiler.mode.unsigned.type
         parent = compiler.compile(self.parent, parent_bound(length, bound, length))
 
-        def program(arrays: Sequence[Any], at: Split) -> Any:
+        def move(arrays: Sequence[Any], at: Split) -> Split:
             window_index, inside = at.offset // unsigned(window), at.offset % unsigned(window)
             # seed + epoch * windows_per_epoch + window, mod 2**32: uint32 arithmetic wraps so.
             keys = (
@@ -65,10 +65,9 @@ class WindowShuffledDataset(IndexStage[T]):
                 # Only in-range inputs: cycle walking from outside [0, last) may never end.
                 in_last = jnp_where(is_last, inside, inside * unsigned(0))
                 moved = jnp_where(is_last, permute_jax(in_last, last, keys), moved)
-            offset = window_index * unsigned(window) + moved
-            return parent(arrays, Split(at.epoch, offset))
+            return Split(at.epoch, window_index * unsigned(window) + moved)
 
-        return program
+        return parent.at(move)
 
 
 _SEED_LIMIT = 2**32
