@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import jax
@@ -41,6 +41,9 @@ from grainfn._src.index.device_ints import (
 )
 from grainfn._src.stages.batch import BatchProgram
 from grainfn._src.stages.repeat import repeat
+
+BLOCK_BYTES = 8 * 2**20
+"""About how many bytes of addresses `JaxDataset.scan` resolves at once by default."""
 
 FOLD_WARNING_BYTES = 16 * 2**20
 """How many bytes of a to_jax value's arrays a traced program may fold in as constants
@@ -196,6 +199,109 @@ class JaxDataset:
         program = cast(Program, self._static.at_step)  # _advance checked: not an error
         return program(self.arrays, at), after
 
+    def steps(self, state: EpochPosition, count: int) -> tuple[Any, EpochPosition]:
+        """The next `count` elements, stacked, and the state after them: `count` steps at once.
+
+        Equals `count` calls of `step`, element for element and state for
+        state, but the index math of all `count` positions runs as one
+        vectorized computation (one `get_many`), where a scan of `step` runs
+        it one position at a time. The elements are all held at once: to
+        train on a long run of steps with memory for one, use `scan`.
+
+        Args:
+            state: An `EpochPosition`, as `step` takes it.
+            count: How many steps: a Python int in `[1, 2**31 - 1]`.
+
+        Examples:
+            >>> from grainfn import fn
+            >>> jds = fn.to_jax(fn.shuffle(fn.range(4), seed=0))
+            >>> elements, state = jds.steps(jds.init(), 6)
+            >>> elements.shape, jds.host_state(state)
+            ((6,), DatasetPosition(position=6))
+            >>> sorted(elements[:4].tolist()), bool((elements[4:] == jds.get_many([4, 5])).all())
+            ([0, 1, 2, 3], True)
+        """
+        count = _check_count(count, "count", "steps")
+        addresses, after = self._resolve_block(state, count, "steps")
+        program = cast(Program, self._static.at_step)
+        elements = jax.vmap(program.read, in_axes=(None, 0))(self.arrays, addresses)
+        return elements, after
+
+    def scan(
+        self,
+        body: Callable[[Any, Any], tuple[Any, Any]],
+        carry: Any,
+        state: EpochPosition,
+        length: int,
+        *,
+        block: int | None = None,
+    ) -> tuple[Any, EpochPosition, Any]:
+        """`length` steps of `body(carry, element) -> (carry, y)`, as `lax.scan` over `step`.
+
+        The same elements in the same order as a `lax.scan` whose body calls
+        `step`, and the same state after them, but faster where steps are
+        small (on accelerators, several times): the index math (permutations,
+        mixes' choices, random keys) of `block` steps at a time runs as one
+        vectorized computation that gives each step's addresses (the source
+        rows it reads), and then a scan reads and trains one step at a time.
+        Memory holds the addresses of one block of steps, and the data of one
+        step. Call it inside `jax.jit`, passing this value as an argument.
+
+        Args:
+            body: `(carry, element) -> (carry, y)`, as `lax.scan`'s.
+            carry: The initial carry.
+            state: An `EpochPosition`, as `step` takes it.
+            length: How many steps: a Python int >= 0.
+            block: Steps whose addresses are resolved at once: a Python int
+                >= 1. By default, as many as take about 8 MiB of addresses,
+                at most `length`. States and elements do not depend on it.
+
+        Returns:
+            `(carry, state, ys)`: the final carry, the state after the
+            `length` steps (as after `length` calls of `step`), and the
+            `y`s stacked, as `lax.scan` returns them.
+
+        Examples:
+            >>> import jax
+            >>> from grainfn import fn
+            >>> jds = fn.to_jax(fn.batch(2, fn.shuffle(fn.range(6), seed=0)))
+            >>> def total(carry, batch):
+            ...     return carry + batch.sum(), batch[0]
+            >>> carry, state, firsts = jax.jit(
+            ...     lambda jds, state: jds.scan(total, 0, state, 4, block=3))(jds, jds.init())
+            >>> jds.host_state(state), firsts.shape
+            (DatasetPosition(position=4), (4,))
+            >>> import itertools  # the host twin's first 4 batches: the same sum
+            >>> int(carry) == sum(int(b.sum()) for b in itertools.islice(fn.iterate(jds.stream), 4))
+            True
+        """
+        length = _check_count(length, "length", "scan", smallest=0)
+        if block is None:
+            block = self._default_block(length)
+        block = min(_check_count(block, "block", "scan"), max(length, 1))
+        arrays = self.arrays
+
+        def run_block(carry: Any, state: EpochPosition, count: int) -> tuple[Any, Any, Any]:
+            addresses, after = self._resolve_block(state, count, "scan")
+            read = cast(Program, self._static.at_step).read
+            carry, ys = jax.lax.scan(lambda c, at: body(c, read(arrays, at)), carry, addresses)
+            return carry, after, ys
+
+        whole_blocks, rest = divmod(length, block)
+        if whole_blocks <= 1:  # no outer loop to compile
+            return run_block(carry, state, length)
+
+        def outer(carry_state: Any, _: Any) -> tuple[Any, Any]:
+            carry, state, ys = run_block(*carry_state, block)
+            return (carry, state), ys
+
+        (carry, state), ys = jax.lax.scan(outer, (carry, state), None, length=whole_blocks)
+        ys = jax.tree_util.tree_map(lambda y: y.reshape(-1, *y.shape[2:]), ys)
+        if rest:
+            carry, state, more = run_block(carry, state, rest)
+            ys = jax.tree_util.tree_map(lambda y, z: jnp.concatenate([y, z]), ys, more)
+        return carry, state, ys
+
     def get_rows(self, position: Any, shard: Any, num_shards: int) -> Any:
         """Shard `shard` of `num_shards`'s rows of the batch at `position`.
 
@@ -282,6 +388,28 @@ class JaxDataset:
 
     def _advance(self, state: Any, name: str) -> tuple[Split, EpochPosition]:
         """The top stage's Split at `state`, and the state after it."""
+        epoch, offset = self._state_fields(state, name)
+        mode, period = self._static.mode, self.period
+        at = step_states.top_split(mode, epoch, offset, self.length, period)
+        return at, EpochPosition(*step_states.after(mode, epoch, offset, 1, period))
+
+    def _resolve_block(self, state: Any, count: int, name: str) -> tuple[Any, EpochPosition]:
+        """The addresses of the `count` steps from `state`, stacked, and the state after them."""
+        epoch, offset = self._state_fields(state, name)
+        mode, period, length = self._static.mode, self.period, self.length
+        program = cast(Program, self._static.at_step)  # _state_fields checked: not an error
+        ahead = jnp.arange(count, dtype=mode.unsigned)
+        epochs, offsets = step_states.after(mode, epoch, offset, ahead, period)
+
+        def addresses(epoch: Any, offset: Any) -> Any:
+            at = step_states.top_split(mode, epoch, offset, length, period)
+            return program.resolve(self.arrays, at)
+
+        after = EpochPosition(*step_states.after(mode, epoch, offset, count, period))
+        return jax.vmap(addresses)(epochs, offsets), after
+
+    def _state_fields(self, state: Any, name: str) -> tuple[Any, Any]:
+        """`state`'s epoch and offset as jax integers of the mode, checked where concrete."""
         self._check_mode()
         self._check_steps()
         if not isinstance(state, EpochPosition):
@@ -290,16 +418,26 @@ class JaxDataset:
                 f"jds.device_state / fn.state_from_dict(jds, saved) gave), got {state!r}."
             )
         self._check_folding(state)
-        mode, period = self._static.mode, self.period
+        mode = self._static.mode
         if not any(isinstance(field, jax.core.Tracer) for field in state):
-            step_states.check_fields(as_host(state), period, self.dataset.describe_stage())
+            step_states.check_fields(as_host(state), self.period, self.dataset.describe_stage())
         epoch, offset = (jnp.asarray(field, mode.position_dtype) for field in state)
-        at = step_states.top_split(mode, epoch, offset, self.length, period)
-        after = offset.astype(mode.unsigned) + mode.unsigned.type(1)
-        wraps = after == mode.unsigned.type(period)
-        offset = jnp.where(wraps, mode.unsigned.type(0), after).astype(mode.position_dtype)
-        epoch = epoch + wraps.astype(mode.position_dtype)
-        return at, EpochPosition(cast(int, epoch), cast(int, offset))
+        return epoch, offset
+
+    def _default_block(self, length: int) -> int:
+        """As many steps as take about BLOCK_BYTES of addresses, at most `length`."""
+        program = cast(Program, self._static.at_step)
+        arrays = [jax.ShapeDtypeStruct(np.shape(a), a.dtype) for a in self.arrays]
+        zero = jax.ShapeDtypeStruct((), self._static.mode.position_dtype)
+        at = jax.eval_shape(
+            lambda e, o: step_states.top_split(self._static.mode, e, o, self.length, self.period),
+            zero,
+            zero,
+        )
+        shapes = jax.eval_shape(program.resolve, arrays, at)
+        leaves = jax.tree_util.tree_leaves(shapes)
+        per_step = sum(leaf.size * leaf.dtype.itemsize for leaf in leaves)
+        return max(1, min(length, BLOCK_BYTES // max(per_step, 1)))
 
     def _batch_program(self, program: Program | Exception, name: str) -> BatchProgram:
         """`program` as the top batch stage's, or a refusal naming the top stage."""
@@ -440,6 +578,16 @@ class JaxDataset:
     def __repr__(self) -> str:
         mode = self._static.mode
         return f"to_jax({mode.bits}-bit) of\n{self.dataset!r}"
+
+
+def _check_count(value: Any, name: str, method: str, smallest: int = 1) -> int:
+    """`value` checked to be a Python int in `[smallest, 2**31 - 1]`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not smallest <= value < 2**31:
+        raise ValueError(
+            f"{method} got {name}={value!r}; it must be a Python int in [{smallest}, 2**31 - 1] "
+            "(a static number of steps, not a traced one)."
+        )
+    return value
 
 
 def _varying_like(rows: Any, arrays: Sequence[Any]) -> Sequence[Any]:

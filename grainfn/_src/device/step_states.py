@@ -112,3 +112,18 @@ def _record(state: Any) -> Any:
             if set(state) == set(record._fields):
                 return record(**{name: as_host(state[name]) for name in record._fields})
     return state
+
+
+def after(mode: IntMode, epoch: Any, offset: Any, count: Any, period: int) -> tuple[Any, Any]:
+    """`(epoch, offset)` of the state `count` steps after `(epoch, offset)` (jax integers).
+
+    `count` is a jax or Python integer below 2**31, so `offset + count` (with
+    `offset < period <= 2**31`) fits the mode's unsigned integers; `count` may
+    be an array, for the states of many steps at once.
+    """
+    import jax.numpy as jnp
+
+    unsigned = mode.unsigned.type
+    total = offset.astype(mode.unsigned) + jnp.asarray(count).astype(mode.unsigned)
+    epochs, offsets = total // unsigned(period), total % unsigned(period)
+    return epoch + epochs.astype(mode.position_dtype), offsets.astype(mode.position_dtype)
