@@ -287,12 +287,12 @@ class JaxDataset:
             carry, ys = jax.lax.scan(lambda c, at: body(c, read(arrays, at)), carry, addresses)
             return carry, after, ys
 
-        whole_blocks, rest = divmod(length, block)
-        if whole_blocks <= 1:  # no outer loop to compile
+        if length <= block:  # one block: no outer loop to compile
             return run_block(carry, state, length)
+        whole_blocks, rest = divmod(length, block)
 
-        def outer(carry_state: Any, _: Any) -> tuple[Any, Any]:
-            carry, state, ys = run_block(*carry_state, block)
+        def outer(carry_state: tuple[Any, EpochPosition], _: Any) -> tuple[Any, Any]:
+            carry, state, ys = run_block(carry_state[0], carry_state[1], block)
             return (carry, state), ys
 
         (carry, state), ys = jax.lax.scan(outer, (carry, state), None, length=whole_blocks)
