@@ -9,7 +9,10 @@ reads the next epoch. The order is the host's, element for element, and its
 host twin is the stream `fn.from_dataset(fn.repeat(None, ds))` (`stream`):
 states convert both ways with `host_state` and `device_state`, and
 `fn.iterate`, `fn.state_to_dict` and `fn.state_from_dict` take the `to_jax`
-value and its states directly. Where the top stage is a batch, `get_rows` and
+value and its states directly. Its block form, `scan` and `steps`, does the
+index math of many steps as one vectorized computation (each stage's
+`Program` resolves addresses, then reads them), with the same elements and
+states as steps one at a time. Where the top stage is a batch, `get_rows` and
 `step_rows` compute only one shard's contiguous rows of each batch (one
 device's, under `shard_map` or `pmap`), from the same compiled program.
 """
@@ -650,9 +653,11 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
             the Grain API (its `.core`).
 
     Returns:
-        A JaxDataset with `length`, `get_many`, `get`, `init` and `step`, and
-        where the top stage is a batch, `get_rows` and `step_rows`: one
-        device's (or host's) rows of each batch.
+        A JaxDataset with `length`, `get_many`, `get`, `init` and `step`; the
+        block form `scan` and `steps`, which resolve the indices of many steps
+        at once (the fast loop on accelerators); and where the top stage is a
+        batch, `get_rows` and `step_rows`: one device's (or host's) rows of
+        each batch.
 
     Raises:
         NotOnDeviceError: naming the first stage that cannot run on device, and why.
