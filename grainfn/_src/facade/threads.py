@@ -23,7 +23,7 @@ from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import BaseCursor, Cursor
-from grainfn._src.device.put import put_on_device
+from grainfn._src.device.put import check_device, host_thread_buffer, put_on_device
 from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.facade.datasets import IterDataset, iter_core
 from grainfn._src.facade.iterator import DatasetIterator
@@ -318,17 +318,42 @@ def device_put(
 ) -> IterDataset[T]:
     """`ds` moved to `device` (as `jax.device_put` takes it), read ahead on both sides.
 
-    A thread reads `cpu_buffer_size` elements ahead on the host; another puts
-    them on the device, `device_buffer_size` ahead. The states are `ds`'s own.
+    Built on `grainfn.fn.put_on_device`: each element is handed to
+    `jax.device_put` in the consumer's thread, `device_buffer_size` elements
+    ahead of the one returned, so that their copies run while the consumer's
+    step does. A host thread reads ahead only where it pays: for a device off
+    the host's CPU. The states are `ds`'s own: a state saved here restores
+    `ds` without `device_put`, and the other way round.
+
+    Args:
+        ds: The dataset to read.
+        device: Where the elements go, as `jax.device_put` takes it: a
+            `jax.Device`, a `Sharding`, or a pytree of them.
+        cpu_buffer_size: Elements a background thread reads ahead on the host
+            (`thread_prefetch`) for an accelerator; 0: no thread. For a CPU
+            device no thread is started (see
+            `grainfn._src.device.put.host_thread_buffer`): there it costs more
+            than it gives, and the elements are read in the consumer's thread.
+        device_buffer_size: Elements handed to `jax.device_put` ahead of the
+            one returned (`put_on_device`'s `ahead`); 0 puts each when asked.
+
+    Returns:
+        `ds` with its elements as jax arrays on `device`.
 
     Examples:
         >>> import jax
         >>> import grainfn as grain
         >>> ds = grain.MapDataset.range(3).to_iter_dataset()
-        >>> [int(x) for x in device_put(ds, jax.devices()[0])]
-        [0, 1, 2]
+        >>> it = iter(device_put(ds, jax.devices()[0]))
+        >>> int(next(it))
+        0
+        >>> plain = iter(ds)
+        >>> plain.set_state(it.get_state())  # the states are ds's own
+        >>> list(plain), [int(x) for x in it]
+        ([1, 2], [1, 2])
     """
     cpu = validate.check_nonnegative_int(cpu_buffer_size, "cpu_buffer_size")
-    on_device = validate.check_nonnegative_int(device_buffer_size, "device_buffer_size")
-    stream = fn.thread_prefetch(cpu, iter_core(ds, "device_put"))
-    return ds._rewrap(fn.thread_prefetch(on_device, put_on_device(device, stream)))
+    ahead = validate.check_nonnegative_int(device_buffer_size, "device_buffer_size")
+    stream = iter_core(ds, "device_put")
+    stream = fn.thread_prefetch(host_thread_buffer(check_device(device), cpu), stream)
+    return ds._rewrap(put_on_device(device, stream, ahead=ahead))
