@@ -73,6 +73,7 @@ from grainfn._src.stages.zip import zip as zip
 if TYPE_CHECKING:
     from grainfn._src.device.dataset import JaxDataset as JaxDataset
     from grainfn._src.device.dataset import to_jax as to_jax
+    from grainfn._src.device.put import put_on_device as put_on_device
     from grainfn._src.elastic.shards import logical_shard as logical_shard
     from grainfn._src.elastic.stream import ElasticState as ElasticState
     from grainfn._src.elastic.stream import elastic_batches as elastic_batches
