@@ -111,9 +111,9 @@ def test_blocks_cross_the_boundaries_of_endless_and_32_bit_states(x64: bool) -> 
         endless = fn.batch(4, fn.repeat(None, fn.shuffle(fn.range(1000), seed=5)))
         jds = fn.to_jax(endless)
         start = 2**31 - 3
-        _, after, elements = jax.jit(
-            lambda jds, state: jds.scan(keep, 0, state, 7, block=4)
-        )(jds, jds.device_state(DatasetPosition(start)))
+        _, after, elements = jax.jit(lambda jds, state: jds.scan(keep, 0, state, 7, block=4))(
+            jds, jds.device_state(DatasetPosition(start))
+        )
         host, host_state = host_run(jds, start, 7)
         assert_rows_equal(elements, host)
         assert jds.host_state(after) == host_state
