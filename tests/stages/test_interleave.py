@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import grainfn as grain
 from grainfn import fn
 from grainfn._src.core.reading import FromDatasetStream
-from grainfn._src.parallel.prefetch import _PoolCursor, collect_leaves, with_leaves
+from grainfn._src.parallel.prefetch import PoolCursor, collect_leaves, with_leaves
 from grainfn._src.stages.interleave import InterleavedDatasetsStream, InterleavedStream
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
@@ -141,7 +141,7 @@ def test_prefetch_rebuilds_a_list_and_leaves_a_dataset_of_datasets_alone() -> No
     assert kept.components[0].parent is inner
     alone = fn.mp_prefetch(2, inner)  # no leaves for workers: no processes start
     cursor = alone.open(alone.init())
-    assert not isinstance(cursor, _PoolCursor)
+    assert not isinstance(cursor, PoolCursor)
     assert cursor.next_many(3) == [0, 0, 1]
     cursor.close()
 

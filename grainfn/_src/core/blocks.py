@@ -38,7 +38,7 @@ _TRIAL_TASKS = 4  # tasks over which threads must prove faster than this thread
 _REQUIRED_GAIN = 1.5  # how much less threads must keep the consumer waiting
 _FIRST_BACKOFF = 16  # blocks in this thread before threads are tried again (then doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
-_MAX_TASK = 1024
+MAX_TASK = 1024
 
 Result = tuple[list[Any], Exception | None, float]
 """What an executor's task gives: the elements, the error that stopped it, and its seconds."""
@@ -93,7 +93,7 @@ def threads_keep_up(waited_per_element: float, own_cost: float) -> bool:
     return own_cost <= 0 or waited_per_element * _REQUIRED_GAIN <= own_cost
 
 
-def next_block_size(size: int, seconds: float, limit: int = _MAX_TASK) -> int:
+def next_block_size(size: int, seconds: float, limit: int = MAX_TASK) -> int:
     """The size of the block after one of `size` positions that took `seconds` to read.
 
     Grows 16 times after a block under 0.05 ms, four times under 0.5 ms and
@@ -129,7 +129,7 @@ class BlockSizer:
         clock: Seconds on a monotonic clock; a test may pass its own.
     """
 
-    def __init__(self, limit: int = _MAX_TASK, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, limit: int = MAX_TASK, clock: Callable[[], float] = time.perf_counter):
         self.size = 1
         self.limit = limit
         self.clock = clock
@@ -388,8 +388,8 @@ def read_timed(dataset: Dataset[Any], first: int, stop: int) -> Result:
 
 def _task_size(seconds_per_element: float, task_seconds: float) -> int:
     if seconds_per_element <= 0:
-        return _MAX_TASK
-    return int(min(_MAX_TASK, max(1, task_seconds // seconds_per_element)))
+        return MAX_TASK
+    return int(min(MAX_TASK, max(1, task_seconds // seconds_per_element)))
 
 
 def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:

@@ -14,15 +14,16 @@ state names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import toolz
 
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
-from grainfn._src.core.blocks import BlockReader
+from grainfn._src.core.blocks import BlockReader, Executor
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -44,6 +45,7 @@ class PrefetchedStream(PassThroughStream):
     worker_init_fn: Callable[[int, int], Any] | None = None
     worker_timeout: float | None = None  # how it reads, like the others: not in any state
     transparent = True
+    executes_leaves = True  # a nested one gives way to it (see `with_leaves`)
 
     def open(self, state: Any) -> Cursor:
         if self.num_workers == 0:
@@ -59,8 +61,12 @@ class PrefetchedStream(PassThroughStream):
             self.worker_init_fn,
             self.worker_timeout,
         )
-        pooled = with_leaves(self.parent, lambda leaf: _PooledLeaf(leaf, pool, leaves.index(leaf)))
-        return _PoolCursor(pooled.open(state), pool)
+
+        def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
+            return PooledLeaf(leaf, functools.partial(LeafExecutor, pool, leaves.index(leaf)))
+
+        pooled = with_leaves(self.parent, pooled_leaf)
+        return PoolCursor(pooled.open(state), pool)
 
     def step(self, state: Any) -> tuple[Any, Any]:
         # One element is not worth starting processes for; the result is the same.
@@ -71,12 +77,11 @@ class PrefetchedStream(PassThroughStream):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class _PooledLeaf(Stream[Any]):
-    """A `from_dataset` leaf whose blocks come from a worker pool."""
+class PooledLeaf(Stream[Any]):
+    """A `from_dataset` leaf whose blocks come from an executor (worker processes, Ray actors)."""
 
     leaf: FromDatasetStream[Any]
-    pool: WorkerPool
-    index: int
+    executor: Callable[[], Executor]
 
     def init(self) -> records.DatasetPosition:
         return self.leaf.init()
@@ -85,15 +90,24 @@ class _PooledLeaf(Stream[Any]):
         self.leaf.check_state(state, path)
 
     def open(self, state: records.DatasetPosition) -> Cursor:
-        executor = LeafExecutor(self.pool, self.index)
-        reader = BlockReader(self.leaf.dataset, state.position, executor=executor)
+        reader = BlockReader(self.leaf.dataset, state.position, executor=self.executor())
         return DatasetCursor(reader, self.leaf.allow_nones)
 
 
-class _PoolCursor(BaseCursor):
+class Reading(Protocol):
+    """What reads a pipeline's leaves for one iterator: started with it, closed with it."""
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class PoolCursor(BaseCursor):
+    """The cursor of a pipeline whose leaves are read by `pool` (processes, or Ray actors)."""
+
     reads_in_processes = True
 
-    def __init__(self, cursor: Cursor, pool: WorkerPool) -> None:
+    def __init__(self, cursor: Cursor, pool: Reading) -> None:
         self.cursor, self.pool = cursor, pool
         self.atomic = cursor.atomic  # a dead worker is replaced within the pool
         self.next = cursor.next  # type: ignore[method-assign]
@@ -136,14 +150,14 @@ def collect_leaves(stream: Any, leaves: list[FromDatasetStream[Any]]) -> None:
 def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -> Any:
     """`stream` rebuilt with each `from_dataset` stage replaced by `replace(stage)`.
 
-    A nested `mp_prefetch` gives way to the outer one; a stage marked
-    `reads_in_parent` is kept as it is.
+    A nested `mp_prefetch` (or another stage marked `executes_leaves`) gives
+    way to the outer one; a stage marked `reads_in_parent` is kept as it is.
     """
     if isinstance(stream, Stream) and stream.reads_in_parent:
         return stream
     if isinstance(stream, FromDatasetStream):
         return replace(stream)
-    if isinstance(stream, PrefetchedStream):
+    if getattr(stream, "executes_leaves", False):
         return with_leaves(stream.parent, replace)
     rebuilt = with_parents(stream, tuple(with_leaves(p, replace) for p in stream.parents))
     if rebuilt is None:
