@@ -1,0 +1,247 @@
+"""fn.ray_prefetch on a real local Ray cluster: a head and a worker node, 1 CPU each.
+
+The actors read blocks of positions; the elements and the states must be
+those of the pipeline read in this process, after every step, whatever
+happens to the actors and the nodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import ray
+from hypothesis import given, settings
+from ray.cluster_utils import Cluster
+
+from grainfn import fn, testing
+from grainfn.fn import RayPool
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1}, connect=False)
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pools(cluster: Cluster) -> Iterator[dict[int, RayPool]]:
+    made = {count: RayPool(count, num_cpus=0.25) for count in (1, 2)}
+    yield made
+    for pool in made.values():
+        pool.close()
+
+
+def run(stream: Any, state: Any = None, stop: int | None = None) -> list[tuple[Any, Any]]:
+    """(element, state after it) for every step of `stream` from `state`."""
+    iterator = fn.iterate(stream, state)
+    steps = []
+    for element in itertools.islice(iterator, stop):
+        steps.append((element, iterator.state))
+    iterator.close()
+    return steps
+
+
+def assert_same_steps(got: list[tuple[Any, Any]], want: list[tuple[Any, Any]]) -> None:
+    assert len(got) == len(want)
+    for step, ((element, state), (expected, expected_state)) in enumerate(zip(got, want)):
+        assert state == expected_state, step
+        for a, b in zip(_leaves(element), _leaves(expected)):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}")
+
+
+def _leaves(element: Any) -> list[Any]:
+    if isinstance(element, dict):
+        return [leaf for key in sorted(element) for leaf in _leaves(element[key])]
+    if isinstance(element, (list, tuple)):
+        return [leaf for item in element for leaf in _leaves(item)]
+    return [element]
+
+
+@pytest.mark.filterwarnings("ignore:ray_prefetch. an element takes")  # tiny pipelines
+@settings(max_examples=8, deadline=None)
+@given(stream=testing.streams())
+def test_random_pipelines_equal_reading_here_after_every_step(
+    pools: dict[int, RayPool], stream: Any
+) -> None:
+    want = run(stream, stop=60)
+    for pool in pools.values():
+        assert_same_steps(run(fn.ray_prefetch(pool, stream), stop=60), want)
+
+
+def slow_square(x: int) -> int:
+    time.sleep(0.002)
+    return x * x
+
+
+def pipeline() -> Any:
+    mixed = fn.mix([fn.range(300), fn.map(slow_square, fn.range(1000, 1400))], [3, 1])
+    noisy = fn.random_map(lambda x, rng: x + int(rng.integers(0, 7)), mixed, seed=3)
+    kept = fn.filter(lambda x: x % 5 != 0, fn.shuffle(noisy, seed=1))
+    return fn.batch(4, fn.from_dataset(kept))
+
+
+def test_states_resume_across_actor_counts_processes_and_none(pools: dict[int, RayPool]) -> None:
+    stream = pipeline()
+    want = run(stream)
+    three = RayPool(3, num_cpus=0.25)
+    readers = {
+        "ray 2": lambda s: fn.ray_prefetch(pools[2], s),
+        "ray 1": lambda s: fn.ray_prefetch(pools[1], s),
+        "ray 3": lambda s: fn.ray_prefetch(three, s),
+        "none": lambda s: s,
+        "mp 2": lambda s: fn.mp_prefetch(2, s),
+    }
+    try:
+        for (first, read_first), (then, read_then) in itertools.permutations(readers.items(), 2):
+            if "ray" not in first + then:
+                continue
+            head = run(read_first(stream), stop=11)
+            tail = run(read_then(stream), head[-1][1])
+            assert_same_steps(head + tail, want)
+    finally:
+        three.close()
+
+
+def test_a_killed_actor_loses_nothing(pools: dict[int, RayPool]) -> None:
+    stream = pipeline()
+    want = run(stream)
+    pool = RayPool(2, num_cpus=0.25)
+    try:
+        iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+        got = [(next(iterator), iterator.state)]  # the first blocks are in flight
+        ray.kill(pool.slots[0].actor)
+        for element in iterator:
+            got.append((element, iterator.state))
+            if len(got) == 20:
+                for slot in list(pool.slots):  # every actor at once
+                    ray.kill(slot.actor)
+        assert_same_steps(got, want)
+        assert pool.replaced >= 1
+    finally:
+        pool.close()
+
+
+def test_a_kill_during_the_first_block_loses_nothing(cluster: Cluster) -> None:
+    stream = pipeline()
+    want = run(stream)
+    pool = RayPool(2, num_cpus=0.25)
+    try:
+        pool.start()
+        ray.kill(pool.slots[1].actor)  # dead before it reads anything
+        assert_same_steps(run(fn.ray_prefetch(pool, stream)), want)
+    finally:
+        pool.close()
+
+
+def test_a_node_that_leaves_or_joins_mid_run_changes_nothing(cluster: Cluster) -> None:
+    stream = pipeline()
+    want = run(stream)
+    extra = cluster.add_node(num_cpus=1, resources={"extra": 1})
+    pool = RayPool(1, num_cpus=0.25, resources={"extra": 0.1})  # on the extra node only
+    try:
+        iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+        got = [(next(iterator), iterator.state)]
+        cluster.remove_node(extra)  # the node goes with the actor and its blocks
+        replacement = cluster.add_node(num_cpus=1, resources={"extra": 1})  # a node joins
+        for element in iterator:
+            got.append((element, iterator.state))
+            if len(got) == 30:
+                pool.resize(3)  # actors join mid-run
+        assert_same_steps(got, want)
+        cluster.remove_node(replacement)
+    finally:
+        pool.close()
+
+
+class FailingError(Exception):
+    pass
+
+
+def fail_at_7(x: int) -> int:
+    if x == 7:
+        raise FailingError(f"no {x}")
+    return x
+
+
+def test_a_user_error_on_an_actor_is_raised_as_with_no_actors(pools: dict[int, RayPool]) -> None:
+    stream = fn.from_dataset(fn.map(fail_at_7, fn.range(20)))
+
+    def outcome(reader: Any) -> tuple[list[int], str, list[int]]:
+        iterator = fn.iterate(reader)
+        before = []
+        with pytest.raises(FailingError, match="no 7") as raised:
+            for element in iterator:
+                before.append(element)
+        state = iterator.state
+        rest = list(itertools.islice(fn.iterate(fn.from_dataset(fn.range(20)), state), 3))
+        return before, type(raised.value).__name__, rest
+
+    assert outcome(fn.ray_prefetch(pools[2], stream)) == outcome(stream)
+    assert outcome(stream)[0] == list(range(7))
+
+
+def test_a_slow_block_is_also_read_by_a_second_actor(cluster: Cluster, tmp_path: Any) -> None:
+    marker = str(tmp_path / "slept")
+
+    def stall_once(x: int) -> int:
+        if x == 600 and not os.path.exists(marker):  # the first read of it stalls
+            open(marker, "w").close()
+            time.sleep(30)
+        return x
+
+    stream = fn.from_dataset(fn.map(slow_square, fn.map(stall_once, fn.range(800))))
+    pool = RayPool(2, num_cpus=0.25)
+    try:
+        got = [element for element, _ in run(fn.ray_prefetch(pool, stream))]
+        assert got == [x * x for x in range(800)] and os.path.exists(marker)
+        assert pool.duplicated >= 1
+    finally:
+        pool.close()
+
+
+def test_work_too_cheap_for_ray_gets_a_warning_with_figures(pools: dict[int, RayPool]) -> None:
+    stream = fn.from_dataset(fn.range(20_000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [e for e, _ in run(fn.ray_prefetch(pools[1], stream))] == list(range(20_000))
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert any("too cheap to pay for Ray" in m and " µs to compute" in m for m in messages)
+
+
+def test_close_garbage_collection_and_a_double_close_leave_no_actor(cluster: Cluster) -> None:
+    pool = RayPool(2, num_cpus=0.25)
+    assert run(fn.ray_prefetch(pool, fn.from_dataset(fn.range(5))))[-1][0] == 4
+    actors = [slot.actor for slot in pool.slots]
+    pool.close()
+    pool.close()
+    for actor in actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.node.remote(), timeout=60)
+    collected = RayPool(1, num_cpus=0.25)
+    collected.start()
+    actor = collected.slots[0].actor
+    del collected
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.node.remote(), timeout=60)
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.start()
+
+
+def test_bad_arguments_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="num_actors"):
+        RayPool(0)
+    with pytest.raises(ValueError, match="num_cpus must be a number >= 0"):
+        RayPool(1, num_cpus=-1)
+    with pytest.raises(TypeError, match="ray_prefetch takes a RayPool first"):
+        fn.ray_prefetch(2, fn.range(3))
