@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -20,7 +22,9 @@ import ray
 from hypothesis import given, settings
 from ray.cluster_utils import Cluster
 
+import grainfn as grain
 from grainfn import fn, testing
+from grainfn._src.checkpoint import files
 from grainfn.fn import RayPool
 
 
@@ -84,15 +88,17 @@ def slow_square(x: int) -> int:
     return x * x
 
 
-def pipeline() -> Any:
-    mixed = fn.mix([fn.range(300), fn.map(slow_square, fn.range(1000, 1400))], [3, 1])
+def pipeline(size: int = 300) -> Any:
+    """A mix, a shuffle, random draws, a filter and batches: about `size` elements."""
+    parts = [fn.range(size), fn.map(slow_square, fn.range(1000, 1000 + size // 3 + 1))]
+    mixed = fn.mix(parts, [3, 1])
     noisy = fn.random_map(lambda x, rng: x + int(rng.integers(0, 7)), mixed, seed=3)
     kept = fn.filter(lambda x: x % 5 != 0, fn.shuffle(noisy, seed=1))
     return fn.batch(4, fn.from_dataset(kept))
 
 
 def test_states_resume_across_actor_counts_processes_and_none(pools: dict[int, RayPool]) -> None:
-    stream = pipeline()
+    stream = pipeline(size=90)
     want = run(stream)
     three = RayPool(3, num_cpus=0.25)
     readers = {
@@ -106,7 +112,7 @@ def test_states_resume_across_actor_counts_processes_and_none(pools: dict[int, R
         for (first, read_first), (then, read_then) in itertools.permutations(readers.items(), 2):
             if "ray" not in first + then:
                 continue
-            head = run(read_first(stream), stop=11)
+            head = run(read_first(stream), stop=7)
             tail = run(read_then(stream), head[-1][1])
             assert_same_steps(head + tail, want)
     finally:
@@ -245,3 +251,94 @@ def test_bad_arguments_are_refused_by_name() -> None:
         RayPool(1, num_cpus=-1)
     with pytest.raises(TypeError, match="ray_prefetch takes a RayPool first"):
         fn.ray_prefetch(2, fn.range(3))
+
+
+def test_the_facade_method_and_the_data_loader_option(pools: dict[int, RayPool]) -> None:
+    def build() -> Any:
+        return grain.MapDataset.range(400).seed(3).shuffle().map(slow_square).to_iter_dataset()
+
+    plain = iter(build().batch(8))
+    with_ray = iter(build().ray_prefetch(pools[2]).batch(8))
+    for _ in range(5):
+        np.testing.assert_array_equal(next(with_ray), next(plain))
+    resumed = iter(build().batch(8))
+    resumed.set_state(with_ray.get_state())  # a state saved with Ray restores without it
+    np.testing.assert_array_equal(next(resumed), next(plain))
+
+    def loader(**options: Any) -> Any:
+        return grain.DataLoader(
+            data_source=list(range(300)),
+            sampler=grain.samplers.IndexSampler(300, num_epochs=1, shuffle=True, seed=2),
+            operations=[grain.transforms.Batch(10)],
+            **options,
+        )
+
+    expected = [b.tolist() for b in loader()]
+    assert [b.tolist() for b in loader(ray_pool=pools[1])] == expected
+    with pytest.raises(ValueError, match="not both: pass worker_count=0 with ray_pool"):
+        loader(ray_pool=pools[1], worker_count=2)
+    with pytest.raises(TypeError, match=r"ray_pool must be a grainfn\.fn\.RayPool, got 3"):
+        loader(ray_pool=3)
+
+
+@pytest.mark.filterwarnings("ignore:ray_prefetch. an element takes")  # cheap on purpose
+def test_elastic_hosts_each_a_ray_driver_move_from_two_hosts_to_one(
+    pools: dict[int, RayPool], tmp_path: Any
+) -> None:
+    def pipeline(pool: RayPool | None) -> Any:
+        ds = (
+            grain.MapDataset.range(2000).seed(4).shuffle().to_iter_dataset().filter(lambda x: x % 3)
+        )
+        return ds.ray_prefetch(pool) if pool is not None else ds
+
+    def hosts(count: int, pool: RayPool | None) -> list[Any]:
+        return [
+            grain.experimental.ElasticIterator(
+                pipeline(pool), 24, grain.ShardOptions(h, count), num_logical_shards=4
+            )
+            for h in range(count)
+        ]
+
+    def take(iterators: list[Any], steps: int) -> list[Any]:
+        return [np.concatenate([next(it) for it in iterators]) for _ in range(steps)]
+
+    reference = take(hosts(1, None), 20)
+    two = hosts(2, pools[2])  # each host its own driver and pool in a real job
+    got = take(two, 10)
+    for h, it in enumerate(two):
+        files.write_state(tmp_path, it.get_state(), (h, 2))
+    [one] = hosts(1, pools[1])
+    files.restore(one, tmp_path)  # from the files of both hosts that saved
+    got += take([one], 10)
+    np.testing.assert_array_equal(np.stack(got), np.stack(reference))
+
+
+SCRIPT = """
+import os, sys
+with open({marker!r}, "a") as marker:
+    marker.write("imported\\n")
+import ray
+from grainfn import fn
+
+def triple(x):
+    return x * 3
+
+ray.init(address={address!r}, log_to_driver=False)
+pool = fn.RayPool(2, num_cpus=0.25)
+got = list(fn.iterate(fn.ray_prefetch(pool, fn.from_dataset(fn.map(triple, fn.range(50))))))
+assert got == [x * 3 for x in range(50)], got
+pool.close()
+print("ok")
+"""
+
+
+def test_actors_never_run_the_users_script(cluster: Cluster, tmp_path: Any) -> None:
+    marker = tmp_path / "imports"
+    script = tmp_path / "train.py"  # no __main__ guard: module level does everything
+    script.write_text(SCRIPT.format(marker=str(marker), address=cluster.address))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
+    assert marker.read_text() == "imported\n"  # once: by the driver alone

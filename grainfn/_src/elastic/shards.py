@@ -8,15 +8,15 @@ the shards together read each leaf position exactly once. A stream-level
 `random_map` in shard `i` of `k` draws for indices `i, i + k, ...`, so no two
 shards repeat each other's draws.
 
-`mp_prefetch` stages inside the pipeline are taken out of the shards
-(`prefetch_of` finds them): a host runs one worker pool for all its shards.
+`mp_prefetch` and `ray_prefetch` stages inside the pipeline are taken out of the shards
+(`prefetch_of` finds them): a host runs one executor for all its shards.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset
@@ -24,7 +24,6 @@ from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import Stream
 from grainfn._src.index import slicing
-from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.random_map import RandomMappedStream
 from grainfn._src.stages.slice import slice as slice_dataset
 
@@ -64,10 +63,14 @@ def logical_shard(
     return _sliced(stream, lambda ds: cut(ds, shard, num_shards), (shard, num_shards))
 
 
-def prefetch_of(stream: Any) -> PrefetchedStream | None:
-    """The outermost `mp_prefetch` stage of `stream`, or None: the workers a host will run."""
-    if isinstance(stream, PrefetchedStream):
-        return stream
+def prefetch_of(stream: Any) -> Stream[Any] | None:
+    """The outermost executor stage of `stream`, or None: the executor a host will run.
+
+    An executor stage (`mp_prefetch`, `ray_prefetch`) reads its leaves
+    elsewhere; it is marked `executes_leaves`.
+    """
+    if executes_leaves(stream):
+        return cast(Stream[Any], stream)
     if isinstance(stream, Dataset):
         return None
     for parent in stream.parents:
@@ -75,6 +78,11 @@ def prefetch_of(stream: Any) -> PrefetchedStream | None:
         if found is not None:
             return found
     return None
+
+
+def executes_leaves(stream: Any) -> bool:
+    """Whether `stream` is a stage whose leaves are read elsewhere (worker processes, Ray)."""
+    return bool(getattr(stream, "executes_leaves", False))
 
 
 def _strided(ds: Dataset[Any], shard: int, num_shards: int) -> Dataset[Any]:
@@ -94,7 +102,7 @@ def _sliced(
 ) -> Any:
     if isinstance(stream, FromDatasetStream):
         return dataclasses.replace(stream, dataset=cut(stream.dataset))
-    if isinstance(stream, PrefetchedStream):
+    if executes_leaves(stream):
         return _sliced(stream.parent, cut, draws)
     if isinstance(stream, RandomMappedStream):  # the shard's own draws, as Grain's workers
         parent = _sliced(stream.parent, cut, draws)

@@ -15,13 +15,13 @@ the files; so are files of different steps or layouts. Nothing restarts silently
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
+from grainfn._src.elastic.shards import executes_leaves
 from grainfn._src.elastic.stream import ElasticState, ElasticStream
-from grainfn._src.parallel.prefetch import PrefetchedStream
 
 ELASTIC_VERSION = 1
 """The version of the elastic state form; `decode` reads only this one."""
@@ -42,7 +42,7 @@ class ElasticCodec:
     """
 
     def __init__(self, stream: Stream[Any]) -> None:
-        batches = stream.parent if isinstance(stream, PrefetchedStream) else stream
+        batches = cast(Any, stream).parent if executes_leaves(stream) else stream
         if not isinstance(batches, ElasticStream):  # workers are no part of a state
             raise TypeError(f"ElasticCodec takes an elastic host stream, got {stream!r}.")
         self.layout = batches.layout

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import toolz
 
@@ -29,7 +29,7 @@ from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.reads import Blocks, SeparateReads, SharedReads, shared_dataset
 from grainfn._src.elastic.rows import RowsCursor, whole_dataset
-from grainfn._src.elastic.shards import logical_shard, prefetch_of
+from grainfn._src.elastic.shards import executes_leaves, logical_shard, prefetch_of
 from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.zip import check_components
 
@@ -212,18 +212,22 @@ def elastic_batches(
 
 
 def host_stream(stream: Stream[Any], layout: Layout) -> Stream[Any]:
-    """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's `mp_prefetch`."""
+    """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's executor stage."""
     count = layout.num_logical_shards
     shards = tuple(into_dataset(logical_shard(stream, s, count)) for s in layout.shards)
     batches = ElasticStream(shards, layout)
     prefetch = prefetch_of(stream)
     if prefetch is None:
         return batches
-    return dataclasses.replace(prefetch, parent=batches)
+    return dataclasses.replace(cast(Any, prefetch), parent=batches)
 
 
 def with_workers(stream: Stream[Any], num_workers: int, **options: Any) -> Stream[Any]:
-    """`stream` under one `mp_prefetch` of `num_workers`, replacing the one it has (if any)."""
-    if isinstance(stream, PrefetchedStream):
-        stream = stream.parent
+    """`stream` under one `mp_prefetch` of `num_workers`.
+
+    It replaces the executor stage `stream` has (`mp_prefetch` or
+    `ray_prefetch`, if any): the options asked for win.
+    """
+    if executes_leaves(stream):
+        stream = cast(Any, stream).parent
     return PrefetchedStream(stream, num_workers, **options)

@@ -25,7 +25,6 @@ from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
-from grainfn._src.parallel.prefetch import PrefetchedStream
 
 WORKERS_NOTE = "map-level stages below run in worker processes: timed here as one"
 """The note on a `from_dataset` stage whose dataset is read by `mp_prefetch` workers."""
@@ -211,8 +210,8 @@ def _timed(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> An
 def _time_stage(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> Any:
     if isinstance(node, Stream) and node.reads_in_parent:
         in_workers = False
-    if isinstance(node, PrefetchedStream) and node.num_workers > 0:
-        in_workers = True
+    if getattr(node, "executes_leaves", False) and getattr(node, "num_workers", 1) > 0:
+        in_workers = True  # mp_prefetch with workers, or ray_prefetch: leaves read elsewhere
     if in_workers and isinstance(node, FromDatasetStream):
         return TimedStream(node, Counter(), WORKERS_NOTE)
     parents = tuple(_timed(parent, in_workers, done) for parent in node.parents)
