@@ -42,6 +42,9 @@ from grainfn._src.parallel.worker import error_payload, rebuild_error
 TASK_SECONDS = 0.05
 """How long a block should take an actor: a Ray call costs about 1 ms, so 2% of it."""
 
+FIRST_TASK_SECONDS = 0.01
+"""How long each of the first round of blocks should take: the first elements come soon."""
+
 SLOW_FACTOR = 4.0
 """A block waited for this many times the recent median block time is also sent elsewhere."""
 
@@ -292,6 +295,10 @@ class RaySession:
     def close(self) -> None:
         self.payload = None  # the actors keep a few pipelines; the object store frees this
 
+    def measured(self) -> bool:
+        """Whether the blocks that judge the cost of Ray are in (see `record`)."""
+        return self.warned or len(self.costs) >= CHEAP_BLOCKS
+
     def slow_after(self) -> float | None:
         """Seconds to wait for a block before sending it to a second actor as well."""
         if len(self.block_seconds) < 4 or len(self.pool.slots) < 2:
@@ -342,15 +349,20 @@ def too_cheap(costs: Sequence[tuple[int, float, float]], call: float) -> str | N
 class RayLeafExecutor:
     """The executor of one leaf of a session, for a BlockReader."""
 
-    task_seconds = TASK_SECONDS
-
     def __init__(self, session: RaySession, leaf: int) -> None:
         self.session, self.leaf = session, leaf
         # Two blocks per actor: while an actor computes one, its next is queued.
         self.max_tasks = 2 * session.pool.num_actors
+        self.submitted = 0
+        # How long a block should take: less for the first round, so the first elements come
+        # soon, then TASK_SECONDS.
+        self.task_seconds = FIRST_TASK_SECONDS
 
     def submit(self, first: int, stop: int) -> RayTask:
         self.session.start()
+        self.submitted += 1
+        if self.submitted > self.max_tasks:
+            self.task_seconds = TASK_SECONDS
         return RayTask(self.session, self.leaf, first, stop)
 
     def close(self) -> None:
@@ -376,28 +388,33 @@ class RayTask:
     def result(self) -> Result:
         import ray
 
-        pool = self.session.pool
         waiting = time.perf_counter()
         while True:
-            refs = [ref for _, ref in self.attempts]
             limit = self.session.slow_after() if len(self.attempts) == 1 else None
-            ready, _ = ray.wait(refs, num_returns=1, timeout=limit)
-            if not ready:  # far slower than the others: the least busy other actor reads it too
-                self._send()
-                continue
-            index = refs.index(ready[0])
-            slot, ref = self.attempts.pop(index)
-            pool._release(slot)
+            if len(self.attempts) == 1 and self.session.measured():
+                index = 0  # one call: get, with the time after which it is sent again
+            else:  # wait first, to tell the waiting from the transfer, or for either copy
+                refs = [ref for _, ref in self.attempts]
+                ready, _ = ray.wait(refs, num_returns=1, timeout=limit)
+                if not ready:  # far slower than the others: another actor reads it too
+                    self._send()
+                    continue
+                index, limit = refs.index(ready[0]), None
+            slot, ref = self.attempts[index]
             got = time.perf_counter()
             try:
-                block, payload, trace, seconds = ray.get(ref)
+                block, payload, trace, seconds = ray.get(ref, timeout=limit)
+            except ray.exceptions.GetTimeoutError:  # far slower than the others
+                self._send()
+                continue
             except ray.exceptions.RayActorError:  # the actor died, or its node left
-                pool._replace(slot)
+                self._drop(index)
+                self.session.pool._replace(slot)
             except ray.exceptions.ObjectLostError:  # its result was lost: read it again
-                pass
+                self._drop(index)
             else:
                 transfer = time.perf_counter() - got
-                self.cancel()  # a second actor's copy, if any, is not needed
+                self.cancel()  # releases the actors; a second copy, if any, is not needed
                 self.session.record(len(block), seconds, time.perf_counter() - waiting, transfer)
                 error = None
                 if payload is not None:
@@ -405,6 +422,10 @@ class RayTask:
                 return block, error, seconds
             if not self.attempts:
                 self._send()
+
+    def _drop(self, index: int) -> None:
+        slot, _ = self.attempts.pop(index)
+        self.session.pool._release(slot)
 
     def cancel(self) -> bool:
         import ray
