@@ -7,10 +7,12 @@ happens to the actors and the nodes.
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -342,3 +344,41 @@ def test_actors_never_run_the_users_script(cluster: Cluster, tmp_path: Any) -> N
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
     assert marker.read_text() == "imported\n"  # once: by the driver alone
+
+
+def tokens(x: int) -> dict[str, Any]:
+    return {"tokens": np.arange(x % 5 + 1, dtype=np.int32) + x}
+
+
+def test_packing_over_ray_reads_equal_reading_here(pools: dict[int, RayPool]) -> None:
+    documents = fn.from_dataset(fn.map(tokens, fn.shuffle(fn.range(200), seed=7)))
+    packed = fn.first_fit_pack({"tokens": 9}, documents, num_packing_bins=3)
+    want = run(packed)
+    assert_same_steps(run(fn.ray_prefetch(pools[2], packed)), want)
+    head = run(fn.ray_prefetch(pools[1], packed), stop=5)
+    assert_same_steps(head + run(packed, head[-1][1]), want)
+
+
+def test_an_interrupt_while_waiting_loses_nothing_and_close_leaves_no_actor(
+    cluster: Cluster,
+) -> None:
+    stream = fn.from_dataset(fn.map(slow_square, fn.range(300)))
+    pool = RayPool(2, num_cpus=0.25)
+    iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+    got = [next(iterator) for _ in range(3)]
+    timer = threading.Timer(0.05, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            while True:  # interrupted while it waits for a block, or between blocks
+                got.append(next(iterator))
+    finally:
+        timer.cancel()
+    got.extend(iterator)  # goes on where it stood
+    assert got == [x * x for x in range(300)]
+    actors = [slot.actor for slot in pool.slots]
+    iterator.close()
+    pool.close()
+    for actor in actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.node.remote(), timeout=60)
