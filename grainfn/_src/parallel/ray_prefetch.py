@@ -63,9 +63,10 @@ def ray_prefetch(pool: RayPool, data: Stream[T] | Dataset[T]) -> Stream[T]:
     actors, a block of positions at a time, on whichever actor is free; the
     stream stages above run here, on blocks taken back in position order.
     Elements and states are those of the stream itself, for any number of
-    actors, and a block lost with an actor or a node is read again. See
-    `RayPool` for where the actors run, and docs/distributed.md for when Ray
-    pays.
+    actors, and a block lost with an actor or a node is read again. The
+    numpy arrays of the elements come back without a copy, as read-only
+    views of Ray's object store. See `RayPool` for where the actors run, and
+    docs/distributed.md for when Ray pays.
 
     Args:
         pool: The `RayPool` whose actors read (it lives for the job: one pool
