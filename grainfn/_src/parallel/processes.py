@@ -1,7 +1,8 @@
 """Worker processes that read blocks of dataset positions, for `mp_prefetch` and `DataLoader`.
 
 A `WorkerPool` holds the datasets to read (its "leaves") and `num_workers`
-processes, forked from a fork server (see `start_context`).
+processes, forked from grainfn's own fork server without running the main
+script (see `fork_server`).
 Block `t` of the pool goes to worker `t % num_workers`, which starts with its
 first block (no more workers run than blocks were given), and each worker answers
 its blocks in order over its own socket, so the parent always knows which
@@ -51,9 +52,10 @@ from grainfn._src.parallel.deaths import (
     not_theirs,
     timed_out,
 )
+from grainfn._src.parallel.fork_server import start_context
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
-from grainfn._src.parallel.worker import rebuild_error, start_context, worker_main
+from grainfn._src.parallel.worker import rebuild_error, worker_main
 
 
 class WorkerError(RuntimeError):
@@ -76,6 +78,8 @@ class WorkerPool:
         worker_timeout: Seconds the parent waits for a worker's next answer
             before it kills the worker and counts it as dead; None waits for
             as long as the worker lives.
+        start_method: How workers start (see `start_context`): None forks
+            them from grainfn's fork server where there is one.
     """
 
     def __init__(
@@ -85,12 +89,14 @@ class WorkerPool:
         buffer_per_worker: int = 1,
         worker_init_fn: Callable[[int, int], Any] | None = None,
         worker_timeout: float | None = None,
+        start_method: str | None = None,
     ) -> None:
         self.leaves = tuple(leaves)
         self.num_workers = num_workers
         self.buffer_per_worker = buffer_per_worker
         self.worker_init_fn = worker_init_fn
         self.worker_timeout = check_worker_timeout(worker_timeout)
+        self.start_method = start_method
         self.owner = os.getpid()
         self.workers: dict[int, Worker] = {}  # by index, each started with its first block
         self._started = False
@@ -120,7 +126,7 @@ class WorkerPool:
             raise ValueError("This worker pool is closed.")
         self._check_owner()
         _sweep_once_per_process()
-        self._context = start_context()
+        self._context = start_context(self.start_method)
         try:
             self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
         except Exception as error:  # the pickler's own error, as in Grain, with what to do

@@ -1,5 +1,12 @@
 """The worker side of a WorkerPool: how a worker process starts, and its loop.
 
+A worker never runs the parent's main script (see `fork_server`): what the
+pipeline needs of it came by value with the pipeline (cloudpickle). Only
+pickling by *name* needs more: an element whose class the script defines is
+pickled as `__main__.ClassName`, so a worker's `__main__` finds such names
+among what the pipeline brought (`find_in_main`), and says what to do when
+something is not there.
+
 A worker loads the pipeline (and runs `worker_init_fn`), says it is ready,
 then answers the blocks the parent asks for, in order, over its socket: each
 block as one message, or, when the parent asks for a block one position at a
@@ -10,13 +17,14 @@ of the socket closes.
 
 from __future__ import annotations
 
-import multiprocessing
+import gc
 import multiprocessing.connection
 import pickle
 import signal
 import sys
 import time
 import traceback
+import types
 from typing import Any
 
 import cloudpickle
@@ -26,37 +34,19 @@ from grainfn._src.core.dataset import Dataset
 from grainfn._src.parallel.transfer import Channel, encode
 
 
-def start_context() -> Any:
-    """How workers start: forked from a fork server where there is one, else spawned.
-
-    Both are safe once JAX has started threads: the fork server is a fresh
-    process that imports the main module and grainfn without running anything,
-    and forks each worker from that clean state in milliseconds, where a
-    spawned worker would import everything again.
-    """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    main = sys.modules.get("__main__")
-    main_name = getattr(getattr(main, "__spec__", None), "name", None)
-    preload = ["grainfn._src.parallel.fork_server", "__main__", "numpy", "grainfn"]
-    if main_name and main_name != "__main__":
-        preload.append(main_name)  # run with -m: preloading it imports what it imports
-    context.set_forkserver_preload(preload)  # takes effect when the server starts
-    return context
-
-
 def worker_main(
     connection: multiprocessing.connection.Connection, index: int, count: int, payload: bytes
 ) -> None:
     """A worker's loop: read the blocks the parent asks for until it says stop or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    vars(sys.modules["__main__"])["__getattr__"] = find_in_main  # the script's names, by need
     channel = Channel(connection)
     try:
         leaves, init = pickle.loads(payload)
         if init is not None:
             init(index, count)
     except Exception as error:
+        _note_main_module(error)
         channel.send(("init-error", error_payload(error), traceback.format_exc()))
         return
     channel.send(("ready",))
@@ -91,6 +81,7 @@ def _answer(
     try:
         encoded = encode(block)
     except Exception as encode_error:  # an element that does not pickle
+        _note_main_module(encode_error)
         encoded = encode([])
         failure = (error_payload(encode_error), _format(encode_error))
     seconds = time.perf_counter() - started  # blocks are sized by the time they cost
@@ -104,6 +95,78 @@ def _answer(
     finally:
         encoded.close()
     return True, last
+
+
+def find_in_main(name: str) -> Any:
+    """A worker's `__main__.<name>`: what the parent's main script defines under `name`.
+
+    Installed as the `__getattr__` of a worker's `__main__`, so called for a
+    name `__main__` lacks, which is how pickle looks up `__main__.ClassName`.
+    The worker never ran the script, but what the pipeline uses of it came with
+    the pipeline: this finds it there (`brought_from_main`) and keeps it in
+    `__main__` for the next lookup. A name not found stays missing (nothing
+    of the script arrives after the pipeline), so it is looked for once.
+
+    Raises:
+        AttributeError: Nothing of that name came with the pipeline; the
+            message says what to do.
+    """
+    found = None if _is_dunder(name) or name in _missing else brought_from_main(name)
+    if found is None:
+        _missing.add(name)
+        script = sys.argv[0] if sys.argv else "?"
+        raise AttributeError(
+            f"module '__main__' has no attribute {name!r} in a grainfn worker, which does not "
+            f"run the main script ({script}): only what the pipeline refers to comes with it. "
+            "Refer to it from the pipeline's functions, or define it in a module that workers "
+            "can import."
+        )
+    setattr(sys.modules["__main__"], name, found)
+    return found
+
+
+_missing: set[str] = set()  # names of __main__ looked for in vain
+
+
+def brought_from_main(qualname: str) -> type | types.FunctionType | None:
+    """The class or function of this process whose module is `__main__` and name `qualname`.
+
+    In a worker these came with the pipeline (cloudpickle sends what the main
+    script defines by value, keeping its module and name); None if none did.
+
+    Example:
+        >>> class Point:
+        ...     __module__, __qualname__ = "__main__", "Point"
+        >>> brought_from_main("Point") is Point
+        True
+        >>> brought_from_main("Elsewhere") is None
+        True
+    """
+    for thing in gc.get_objects():
+        kind = type(thing)  # not isinstance: that asks proxies for their __class__
+        if kind is types.FunctionType or issubclass(kind, type):
+            try:
+                if thing.__module__ == "__main__" and thing.__qualname__ == qualname:
+                    return thing
+            except Exception:  # a metaclass's odd attribute: not one of the script's
+                continue
+    return None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _note_main_module(error: Exception) -> None:
+    """Adds what to do to an error about a name of `__main__`, which workers do not run."""
+    message = str(error)
+    if "__main__" in message and "does not run the main script" not in message:
+        error.add_note(
+            "grainfn workers do not run the main script, so their `__main__` holds only the "
+            "functions and classes that came with the pipeline (cloudpickle). Something here "
+            "is pickled by name from `__main__` (a `__reduce__` that returns a name, or a name "
+            "the pipeline does not refer to): define it in a module that workers can import."
+        )
 
 
 def error_payload(error: Exception) -> bytes:
