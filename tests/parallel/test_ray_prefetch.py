@@ -31,16 +31,6 @@ from grainfn.fn import RayPool
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1}, connect=False)
-    cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, log_to_driver=False)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
-
-
-@pytest.fixture(scope="module")
 def pools(cluster: Cluster) -> Iterator[dict[int, RayPool]]:
     made = {count: RayPool(count, num_cpus=0.25) for count in (1, 2)}
     yield made
