@@ -223,17 +223,20 @@ def test_close_garbage_collection_and_a_double_close_leave_no_actor(cluster: Clu
     actors = [slot.actor for slot in pool.slots]
     pool.close()
     pool.close()
-    for actor in actors:
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.node.remote(), timeout=60)
+    assert_dead(actors)
     collected = RayPool(1, num_cpus=0.25)
     collected.start()
     actor = collected.slots[0].actor
     del collected
-    with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(actor.node.remote(), timeout=60)
+    assert_dead([actor])
     with pytest.raises(RuntimeError, match="closed"):
         pool.start()
+
+
+def assert_dead(actors: list[Any]) -> None:
+    for actor in actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.node.remote(), timeout=60)
 
 
 def test_bad_arguments_are_refused_by_name() -> None:
@@ -369,6 +372,4 @@ def test_an_interrupt_while_waiting_loses_nothing_and_close_leaves_no_actor(
     actors = [slot.actor for slot in pool.slots]
     iterator.close()
     pool.close()
-    for actor in actors:
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(actor.node.remote(), timeout=60)
+    assert_dead(actors)
