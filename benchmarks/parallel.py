@@ -9,6 +9,12 @@
 - P3: uint8 arrays of shape (64, 64, 64, 3) made by `np.full` in 2 workers
   (`per_worker_buffer_size=2`): time per array received; every byte is checked.
 - P4: a `get_state()` taken with 2 workers, restored with 0, 1 and no `mp_prefetch`.
+- P5: 64x64x3 uint8 images, each flipped (a strided copy, too cheap to pay for
+  its transfer), without `mp_prefetch` and with 2 workers, which must earn their
+  place: the work moves to the consumer, so 2 workers are no slower than none.
+  Beside it, grainfn with its workers pinned (`adaptive=False`): what that saves.
+- P6: the same for a CPU-bound map of about 0.3 ms per element: the workers
+  earn their place, and keep it.
 
 Grain is imported only where used: spawned workers re-import this module. Every
 case is warmed up on a small pipeline; the cases' runs alternate one by one.
@@ -25,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,8 +53,10 @@ from benchmarks.workers import (
     Spin,
     calibrate,
     close,
+    earn_their_place,
     libraries,
     library,
+    map_pipeline,
     reading,
     resume,
     take_state,
@@ -74,6 +81,8 @@ class Config:
     image_n: int  # P3: arrays per read
     image_repeats: int  # P3: timed reads per library
     state_n: int  # P4: size of the range the checkpointed pipeline starts from
+    flip_n: int  # P5: images per read
+    heavy_n: int  # P6: elements of the CPU-bound map
 
 
 DEFAULT = Config(
@@ -84,25 +93,24 @@ DEFAULT = Config(
     image_n=300,
     image_repeats=5,
     state_n=2_000,
+    flip_n=40_000,
+    heavy_n=2_000,
 )
 QUICK = Config(
-    cpu_n=120, cpu_repeats=1, warmup_n=4, first_trials=3, image_n=100, image_repeats=2, state_n=500
+    cpu_n=120,
+    cpu_repeats=1,
+    warmup_n=4,
+    first_trials=3,
+    image_n=100,
+    image_repeats=2,
+    state_n=500,
+    flip_n=4_000,
+    heavy_n=300,
 )
 
 
 # ---------------------------------------------------------------------------
 # P1: a CPU-bound map with 0, 1 and 2 workers.
-
-
-def map_pipeline(
-    lib: Any, n: int, transform: Callable[[int], Any], workers: int, buffer: int
-) -> Any:
-    """`range(n).map(transform)` as an IterDataset, through `mp_prefetch` if `workers` > 0."""
-    ds = lib.MapDataset.range(n).map(transform).to_iter_dataset(lib.ReadOptions(num_threads=0))
-    if workers:
-        options = lib.MultiprocessingOptions(num_workers=workers, per_worker_buffer_size=buffer)
-        ds = ds.mp_prefetch(options)
-    return ds
 
 
 def spin_range(work: Spin, first: int, stop: int, ready: Any, go: Any, done: Any) -> None:
@@ -323,14 +331,32 @@ def checkpoints(c: Config) -> list[Row]:
     return [Row("P4 a state taken", "with 2 workers", {}, detail=detail, checks=checks)]
 
 
+# ---------------------------------------------------------------------------
+# P5 and P6: does an executor earn its place? Cheap work, then CPU-bound work.
+
+
+SMALL_IMAGES = np.random.default_rng(0).integers(0, 256, (64, 64, 64, 3), dtype=np.uint8)
+"""64 images of 64x64x3 uint8 (every worker makes the same: the seed is fixed)."""
+P5 = "P5 64x64x3 images flipped"
+P6 = "P6 CPU-bound map"
+
+
+def flipped(index: int) -> np.ndarray:
+    """Image `index % 64`, flipped left to right: a strided copy, tens of µs."""
+    return np.ascontiguousarray(SMALL_IMAGES[index % 64][:, ::-1])
+
+
 def steps(quick: bool) -> list[Step]:
     c = QUICK if quick else DEFAULT
-    work = calibrate(0.002)  # about 2 ms per element
+    work, heavy = calibrate(0.002), calibrate(0.0003)  # about 2 ms and 0.3 ms per element
+    timing = (c.warmup_n, c.cpu_repeats)
     return [
         Step("P1", functools.partial(cpu_bound, c, work)),
         Step("P2", functools.partial(first_element, c, work)),
         Step("P3", functools.partial(images, c)),
         Step("P4", functools.partial(checkpoints, c)),
+        Step("P5", functools.partial(earn_their_place, P5, flipped, c.flip_n, *timing)),
+        Step("P6", functools.partial(earn_their_place, P6, heavy, c.heavy_n, *timing)),
     ]
 
 
@@ -354,6 +380,14 @@ def targets(rows: dict[str, Row]) -> list[Target]:
         out.append(Target.at_least(text, ratio(IMAGE_BYTES, p3.per_item[key]), 1e9, bytes_rate))
     out += Target.checks("P3: grainfn arrays {}", p3.checks)
     out += Target.checks("P4: state taken with 2 workers, {}", rows["P4 a state taken"].checks)
+    for prefix, text, limit in (
+        (P5, "P5: grainfn mp_prefetch(2) >= 1.0x of 0 workers on 64x64x3 images flipped", 1.0),
+        (P6, "P6: grainfn mp_prefetch(2) >= 1.5x of 0 workers on a 0.3 ms CPU-bound map", 1.5),
+    ):
+        steady = [rows[f"{prefix} {w} workers, steady state"] for w in (0, 2)]
+        speedup = ratio(*(row.per_item[GRAINFN] for row in steady))
+        out.append(Target.at_least(f"{text} (steady state)", speedup, limit))
+        out += Target.checks(f"{prefix.split()[0]}: output {{}}", steady[1].checks)
     return out
 
 

@@ -2,8 +2,9 @@
 
 The work (`Spin`, a CPU-bound map calibrated to a time per call), the two
 libraries giving the Grain API, reads timed from `iter(ds)` to the first element
-and to the last, and states taken and restored. Grain is imported only where
-used: spawned workers re-import the suites and this module.
+and to the last, rows of 0 against 2 workers, and states taken and restored.
+Grain is imported only where used: spawned workers re-import the suites and
+this module.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 import grainfn
-from benchmarks.harness import GRAINFN, Case, Row, Timer, measure, results
+from benchmarks.harness import GRAINFN, Case, Row, Timer, fmt_ratio, measure, ratio, results
 
 LIBRARIES = ("grainfn", "Grain")
+PINNED = "grainfn, workers pinned"
 
 
 # ---------------------------------------------------------------------------
@@ -170,6 +174,68 @@ def worker_rows(prefix: str, reads: dict[tuple[str, int], list[Read]], items: in
         rows.append(Row(f"{key}, end to end", "", total | first, items, detail=detail))
         rows.append(Row(f"{key}, steady state", "", steady, items))
     return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class Iterated:
+    """A core stream as `iter()` reads it (what `timed_read` takes)."""
+
+    stream: Any
+
+    def __iter__(self) -> Any:
+        return grainfn.fn.iterate(self.stream)
+
+
+def map_pipeline(
+    lib: Any, n: int, transform: Callable[[int], Any], workers: int, buffer: int
+) -> Any:
+    """`range(n).map(transform)` as an IterDataset, through `mp_prefetch` if `workers` > 0."""
+    ds = lib.MapDataset.range(n).map(transform).to_iter_dataset(lib.ReadOptions(num_threads=0))
+    if workers:
+        options = lib.MultiprocessingOptions(num_workers=workers, per_worker_buffer_size=buffer)
+        ds = ds.mp_prefetch(options)
+    return ds
+
+
+def earn_their_place(
+    prefix: str, transform: Callable[[int], Any], n: int, warmup_n: int, repeats: int
+) -> list[Row]:
+    """`worker_rows` of `range(n).map(transform)` read with 0 and 2 workers by grainfn, Grain,
+    and grainfn with its workers pinned (`adaptive=False`: what the policy saves), each element
+    kept as its sum and checked; the last row's detail gives each case's time with 2 workers
+    against grainfn's with 0."""
+
+    def build(lib: Any, size: int, workers: int) -> Any:
+        if lib is not None:
+            return map_pipeline(lib, size, transform, workers, 1)
+        fn = grainfn.fn
+        stream = fn.from_dataset(fn.map(transform, fn.range(size)))
+        return Iterated(fn.mp_prefetch(workers, stream, adaptive=False) if workers else stream)
+
+    def checksum(element: Any) -> int:
+        return int(np.asarray(element).sum())
+
+    cases = libraries() | {PINNED: None}
+    expected = [checksum(transform(x)) for x in range(n)]
+    read = functools.partial(timed_read, keep=checksum)
+    reads, outputs = time_workers(cases, build, read, n, warmup_n, repeats, (0, 2))
+    checks = {f"{name} 2 workers = the map here": outputs[name, 2] == expected for name in cases}
+    checks["grainfn 0 workers = the map here"] = outputs[GRAINFN, 0] == expected
+    rows = {row.key: row for row in worker_rows(prefix, reads, n)}
+
+    def against_zero(name: str, how: str) -> str:
+        zero, two = (rows[f"{prefix} {w} workers, {how}"].per_item for w in (0, 2))
+        return fmt_ratio(ratio(zero[GRAINFN], two[name]))
+
+    ratios = "; ".join(
+        f"{name} {against_zero(name, 'end to end')} end to end, "
+        f"{against_zero(name, 'steady state')} from the first element on"
+        for name in cases
+    )
+    detail = f"{n:,} elements, best of {repeats} read(s); 2 workers against grainfn's 0: {ratios}."
+    key = f"{prefix} 2 workers, steady state"
+    rows[key] = dataclasses.replace(rows[key], detail=detail, checks=checks)
+    return list(rows.values())
 
 
 # ---------------------------------------------------------------------------

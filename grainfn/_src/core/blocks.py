@@ -2,21 +2,45 @@
 
 A `BlockReader` hands out consecutive blocks of positions. It reads them in
 the calling thread, or hands them ahead of time to an executor: a thread pool
-(`ReadOptions`) or worker processes (`mp_prefetch`). Either way blocks come back
-in position order, so the output and the state never depend on how they were
-read, only the speed does.
+(`ReadOptions`), worker processes (`mp_prefetch`) or Ray actors
+(`ray_prefetch`). Either way blocks come back in position order, so the
+output and the state never depend on how they were read, only the speed does.
+
+An executor must earn its place: it never makes a pipeline slower than
+reading in the consumer's own thread. The reader measures both sides and
+keeps the work where it is faster:
+- with the executor, how long the consumer waits per element for its blocks,
+  over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
+  not counting those that waited for it to start (the whole first round of
+  worker processes or actors, the first block after a restart);
+- in the consumer's thread, what reading an element costs there (the least
+  over its last blocks). Worker processes and actors read from the start, so
+  after their first trial, which spans `MAX_TASK` positions at least (a short
+  pipeline never runs its per-position work in the consumer), the reader
+  reads `_PROBE_BLOCKS` blocks itself to measure it, and measures it so again
+  later, less and less often.
+The executor has the work where the consumer waits less with it (threads:
+1.5 times less, their `required_gain`); whichever side has the work keeps it
+unless the other is `_MARGIN` times faster. Once the executor loses, it is
+sent no more blocks (those in flight are taken; threads' are dropped) and the
+reader reads in its own thread; if its first blocks there cost more than the
+executor's wait did, the executor takes the work back at once. The side not
+in use is tried again after 16 times as long as the longest trial of either
+side took, then 32 times, and so on (a side that wins from the other starts
+the count again); the executor also as soon as reading here costs more than
+its wait did. Worker processes and actors stay up, idle, while the consumer
+reads (their owner closes them); an executor with a `note_fallback` method
+is told each time the work is settled in the consumer (`Fallback`). An
+executor that failed a block (a worker that died, say) keeps the work for
+good: a position that kills a process must not run in the consumer.
 
 Threads only help when reading a position waits (on a file, a network, a
 sleep) instead of computing: Python code holds the GIL, and then threads make
 a pipeline slower, not faster. So a reader allowed threads starts in the
 calling thread and measures each block: when the thread's CPU time is under
-a quarter of the wall time for three blocks in a row, reading waits, and it hands the
-positions ahead to a pool of threads. Cheap pipelines never pay for threads.
-Because a shared machine can also make a thread wait (another process took
-its core), the threads must then prove themselves: if the consumer does not
-wait at least 1.5x less per element than reading in its own thread cost, the
-reader goes back to its own thread, and tries threads again later, less and
-less often.
+a quarter of the wall time for three blocks in a row, reading waits, and it
+hands the positions ahead to a pool of threads, on trial as above (a shared
+machine can also make a thread wait: another process took its core).
 """
 
 from __future__ import annotations
@@ -26,7 +50,7 @@ import concurrent.futures
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -34,9 +58,12 @@ from grainfn._src.core.dataset import Dataset
 
 _WAITING_SHARE = 0.25  # CPU time below this share of wall time means reading waits
 WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
-_TRIAL_TASKS = 4  # tasks over which threads must prove faster than this thread
+_TRIAL_TASKS = 4  # tasks over which an executor must prove faster than this thread
 _REQUIRED_GAIN = 1.5  # how much less threads must keep the consumer waiting
-_FIRST_BACKOFF = 16  # blocks in this thread before threads are tried again (then doubled)
+_TRIAL_SHRINK = 4  # tasks on trial are this many times shorter: a trial that loses costs less
+_MARGIN = 1.2  # the side that has the work keeps it unless the other is this much faster
+_PROBE_BLOCKS = 3  # blocks read here to measure reading here, before the work is settled
+_FIRST_BACKOFF = 16.0  # times the longest trial before the other side is tried again (doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 MAX_TASK = 1024
 
@@ -57,10 +84,24 @@ class Task(Protocol):
 
 
 class Executor(Protocol):
-    """Reads blocks of positions ahead of the consumer."""
+    """Reads blocks of positions ahead of the consumer.
 
-    task_seconds: float  # how long one task should take
-    max_tasks: int  # the most tasks in flight
+    Two attributes are optional, read where present: `required_gain`, how many
+    times less the consumer must wait per element than reading in its own
+    thread costs for the executor to keep the work (1 when absent: it only
+    has to be faster), and `note_fallback(figures)`, called with a `Fallback`
+    each time the reader takes the work back into the consumer's thread.
+    """
+
+    @property
+    def task_seconds(self) -> float:
+        """How long one task should take."""
+        ...
+
+    @property
+    def max_tasks(self) -> int:
+        """The most tasks in flight."""
+        ...
 
     def submit(self, first: int, stop: int) -> Task:
         """Starts reading positions `[first, stop)`."""
@@ -69,6 +110,22 @@ class Executor(Protocol):
     def close(self) -> None:
         """Stops reading ahead."""
         ...
+
+
+class Fallback(NamedTuple):
+    """Why a reader took the work back from its executor: figures in seconds per element.
+
+    Given to the executor's `note_fallback` (where it has one) once reading in
+    the consumer's thread has been measured faster, so that an executor the
+    user asked for explicitly (a Ray cluster) can say so.
+    """
+
+    position: int  # the first position the consumer read itself
+    waited: float  # the consumer's wait for the executor's blocks, in its last trial
+    own: float  # reading in the consumer's own thread
+    executor: float  # reading on the executor, as its tasks reported it (transfer excluded)
+    retry_after: float  # seconds before the executor is tried again
+    fallbacks: int  # how many times this reader took the work back, this time included
 
 
 def reading_waits(cpu: float, wall: float) -> bool:
@@ -80,17 +137,27 @@ def reading_waits(cpu: float, wall: float) -> bool:
     return wall > _MIN_BLOCK_SECONDS and cpu < _WAITING_SHARE * wall
 
 
-def threads_keep_up(waited_per_element: float, own_cost: float) -> bool:
-    """Whether threads earn their place: the consumer waits 1.5 times less for their reads.
+def keeps_up(waited_per_element: float, own_cost: float, gain: float = 1.0) -> bool:
+    """Whether an executor earns its place: the consumer waits `gain` times less for its blocks.
 
     Per element, against `own_cost`, the seconds reading in the consumer's own
-    thread costs (0 if unknown: threads are kept until it is known).
+    thread costs (0 if unknown: the executor is kept until it is known).
+
+    Examples:
+        >>> keeps_up(0.0019, 0.002), keeps_up(0.0021, 0.002), keeps_up(0.0015, 0.002, gain=1.5)
+        (True, False, False)
+    """
+    return own_cost <= 0 or waited_per_element * gain <= own_cost
+
+
+def threads_keep_up(waited_per_element: float, own_cost: float) -> bool:
+    """Whether threads earn their place: the consumer waits 1.5 times less for their reads.
 
     Examples:
         >>> threads_keep_up(0.001, 0.002), threads_keep_up(0.0015, 0.002)
         (True, False)
     """
-    return own_cost <= 0 or waited_per_element * _REQUIRED_GAIN <= own_cost
+    return keeps_up(waited_per_element, own_cost, _REQUIRED_GAIN)
 
 
 def next_block_size(size: int, seconds: float, limit: int = MAX_TASK) -> int:
@@ -173,7 +240,12 @@ class BlockReader:
         threads: At most this many threads read ahead once reading is seen to
             wait; 0 reads in the calling thread only.
         buffer: At most this many positions are read ahead of the consumer.
-        executor: Reads ahead from the start (worker processes), instead of threads.
+        executor: Reads ahead from the start (worker processes, Ray actors),
+            instead of threads; the reader never closes it for good before its
+            own `close`.
+        adaptive: Whether the executor is on trial (see the module): False
+            leaves every block to it.
+        clock: Seconds on a monotonic clock; a test may pass its own.
     """
 
     def __init__(
@@ -183,24 +255,48 @@ class BlockReader:
         threads: int = 0,
         buffer: int = 500,
         executor: Executor | None = None,
+        adaptive: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.dataset = dataset
         self.length = dataset.length
         self.position = position  # the first position not yet read or handed to the executor
         self.threads = threads
         self.buffer = max(1, buffer)
-        self.sizer = BlockSizer()
+        self.clock = clock
+        self.sizer = BlockSizer(clock=clock)
         self.waiting_blocks = 0
         self.error: Exception | None = None  # raised by the next read
         self.executor = executor
-        self.reads_ahead = False  # whether threads or processes read ahead
+        self.owned = False  # whether the reader made its executor (threads): closed when idle
+        self.adaptive = adaptive
+        self.started = False  # whether the executor ever read ahead
+        self.reads_ahead = False  # whether threads, processes or actors read ahead now
+        self.draining = False  # the executor lost: its blocks in flight are taken, no more sent
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
         self.ahead = 0  # positions handed to the executor and not yet returned
         self.task_size = 1
         self.own_costs: collections.deque[float] = collections.deque(maxlen=8)
-        self.trial = [0.0, 0, 0]  # threads on trial: seconds waited, elements, tasks
-        self.blocks_before_threads = 0
+        # The executor's trial (see the module).
+        self.gain = 1.0  # how many times less the consumer must wait with the executor
+        self.uncounted = 0  # blocks still to come before the trial counts (start-up, refill)
+        self.trial = [0.0, 0, 0, 0.0]  # counted: seconds waited, elements, tasks, executor seconds
+        self.counted_from = 0.0  # when the executor's first counted block came since it started
+        self.trial_seconds = 0.0  # the longest trial of either side: the unit of the time
+        # before the side not in use is tried again
+        self.judged = False  # whether the executor was judged since it last started
+        self.last_wait: float | None = None  # the consumer's wait per element in the last trial
+        self.last_executor = 0.0  # the executor's own seconds per element in the last trial
+        # Reading here, measured (see the module).
+        self.probe = 0  # blocks still to read here before the executor's trial is settled
+        self.probe_started = 0.0
+        self.here_from = position  # where the consumer last took the work back
+        # When the side not in use is tried again (times of `clock`).
+        self.retry_at = 0.0  # the executor, while the work is here
+        self.probe_at = 0.0  # reading here, while a given executor has the work
         self.backoff = _FIRST_BACKOFF
+        self.ahead_won: bool | None = None  # the last decision: executor (True) or here
+        self.fallbacks = 0  # how many times the work came back to the consumer
 
     @property
     def own_cost(self) -> float:
@@ -221,8 +317,8 @@ class BlockReader:
         if self.error is not None:
             failure, self.error = self.error, None
             raise failure
-        if self.executor is not None and not self.reads_ahead:
-            self.start()
+        if self.executor is not None and not self.started:
+            self.start()  # processes or actors read from the start
         if self.reads_ahead:
             return self._collect()
         first = self.position
@@ -237,13 +333,7 @@ class BlockReader:
         if error is not None:
             return self._fail(first, block, error)
         self.own_costs.append(wall / (stop - first))
-        self.blocks_before_threads = max(0, self.blocks_before_threads - 1)
-        if self.threads and reading_waits(cpu, wall):
-            self.waiting_blocks += 1
-            if self.waiting_blocks >= WAITING_BLOCKS and not self.blocks_before_threads:
-                self.start(seconds_per_element=self.own_cost)
-        else:
-            self.waiting_blocks = 0
+        self._after_own_block(reading_waits(cpu, wall))
         return first, block
 
     def start(self, seconds_per_element: float | None = None) -> None:
@@ -252,10 +342,16 @@ class BlockReader:
             return
         if self.executor is None:
             self.executor = ThreadExecutor(self.dataset, self.threads, self.buffer)
+            self.owned = True
+        self.judged = False
         if seconds_per_element is not None:
-            self.task_size = _task_size(seconds_per_element, self.executor.task_seconds)
-        self.reads_ahead = True
-        self.trial = [0.0, 0, 0]
+            self.task_size = self._task_size(seconds_per_element)
+        self.gain = getattr(self.executor, "required_gain", 1.0)
+        # Starting processes or actors takes seconds: the whole first round waited for it.
+        self.uncounted = 1 if self.started or self.owned else self.executor.max_tasks
+        self.started = self.reads_ahead = True
+        self.probe = 0
+        self.trial = [0.0, 0, 0, 0.0]
         self._submit()
 
     def close(self) -> None:
@@ -265,7 +361,7 @@ class BlockReader:
             self.executor.close()
         self.executor = None
         self.threads = 0
-        self.reads_ahead = False
+        self.reads_ahead = self.draining = False
 
     def _submit(self) -> None:
         executor = self.executor
@@ -282,55 +378,166 @@ class BlockReader:
             self.position = stop
 
     def _collect(self) -> tuple[int, list[Any]]:
-        self._submit()
+        if not self.draining:
+            self._submit()
         if not self.pending:
             self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
         first, stop, task = self.pending.popleft()
-        started = time.perf_counter()
+        started = self.clock()
         try:
             block, error, seconds = task.result()
-        except BaseException:  # the executor failed (Ctrl-C while waiting, say): keep the block
-            self._drop_pending()
-            self.position = first
+        except BaseException as failure:  # the executor failed (Ctrl-C while waiting, say)
+            self._after_failure(first, isinstance(failure, Exception))  # the block is kept
             raise
-        waited = time.perf_counter() - started
+        waited = self.clock() - started
         self.ahead -= stop - first
         if error is not None:
-            self._drop_pending()
-            self.position = first + len(block)
+            self._after_failure(first + len(block), True)
             return self._fail(first, block, error)
-        executor = self.executor
-        assert executor is not None
-        if isinstance(executor, ThreadExecutor) and self._threads_lose(waited, len(block)):
-            self._back_to_this_thread(first + len(block))
-            return first, block
-        self.task_size = _task_size(seconds / len(block), executor.task_seconds)
-        self._submit()  # keep the executor busy while the consumer works on this block
+        self.task_size = self._task_size(seconds / len(block))
+        if self.draining:
+            if not self.pending:
+                self._read_here()
+        elif self.adaptive and self._executor_loses(waited, len(block), seconds):
+            if self.owned:  # threads: what they have not started is dropped, and read here
+                self._drop_pending()
+                self.position = first + len(block)
+                self._read_here()
+            else:  # processes, actors: what they read is taken, and they are left idle
+                self.draining = True
+                if not self.pending:
+                    self._read_here()
+        else:
+            self._submit()  # keep the executor busy while the consumer works on this block
         return first, block
 
-    def _threads_lose(self, waited: float, elements: int) -> bool:
-        """Whether threads, on trial, keep the consumer waiting about as long as no threads."""
+    def _task_size(self, seconds_per_element: float) -> int:
+        """Positions per task: the executor's `task_seconds` of work, a quarter on trial."""
+        assert self.executor is not None
+        seconds = self.executor.task_seconds / (1 if self.judged else _TRIAL_SHRINK)
+        if seconds_per_element <= 0:
+            return MAX_TASK
+        return int(min(MAX_TASK, max(1, seconds // seconds_per_element)))
+
+    def _after_failure(self, position: int, failed: bool) -> None:
+        """Drops the blocks in flight; the next read starts at `position`, with the executor.
+
+        A block that failed on worker processes or actors keeps the work there:
+        a position that kills a worker process may kill this one.
+        """
+        self._drop_pending()
+        self.position = position
+        self.draining = False
+        if failed and not self.owned:
+            self.adaptive = False
+        self.uncounted = 1  # the next block is sent when the consumer waits for it
+        self.trial = [0.0, 0, 0, 0.0]
+
+    def _executor_loses(self, waited: float, elements: int, seconds: float) -> bool:
+        """Counts a block of the executor's trial; whether the trial ends and the executor lost."""
+        if self.uncounted:
+            self.uncounted -= 1
+            self.counted_from = self.clock()
+            return False
         trial = self.trial
         trial[0] += waited
         trial[1] += elements
         trial[2] += 1
-        if trial[2] < _TRIAL_TASKS:
+        trial[3] += seconds
+        measured = bool(self.own_costs)  # whether reading here was ever measured
+        if trial[2] < _TRIAL_TASKS or (not measured and trial[1] < MAX_TASK):
             return False
-        waited_per_element = trial[0] / trial[1]
-        self.trial = [0.0, 0, 0]  # judge again over the next tasks
-        return not threads_keep_up(waited_per_element, self.own_cost)
+        now = self.clock()
+        self.last_wait, self.last_executor = trial[0] / trial[1], trial[3] / trial[1]
+        self.trial = [0.0, 0, 0, 0.0]  # judge again over the next tasks
+        if not self.judged:  # the first judgement since the executor started: a trial
+            self.trial_seconds = max(self.trial_seconds, now - self.counted_from)
+        if not measured:  # processes, actors: measure it now (threads measured it first)
+            return not self.owned
+        if not self._executor_faster():
+            return True
+        if not self.judged:  # a retry won
+            self.judged = True
+            self._decided(ahead=True)
+            return False
+        # What reading here costs may have changed since it was measured: measure it again.
+        return not self.owned and now >= self.probe_at
 
-    def _back_to_this_thread(self, position: int) -> None:
-        self._drop_pending()
-        if self.executor is not None:
+    def _executor_faster(self) -> bool:
+        """Whether the consumer waited less per element with the executor than reading here costs.
+
+        By its `gain`, and a margin: the side that has the work keeps it
+        unless the other is `_MARGIN` times faster.
+        """
+        assert self.last_wait is not None
+        margin = {True: _MARGIN, False: 1 / _MARGIN, None: 1.0}[self.ahead_won]
+        return keeps_up(self.last_wait, self.own_cost, self.gain / margin)
+
+    def _read_here(self) -> None:
+        """Takes the work back into this thread, from `self.position` on, and measures it."""
+        if self.owned:
+            assert self.executor is not None
             self.executor.close()
-        self.executor = None
-        self.reads_ahead = False
-        self.position = position
+            self.executor = None
+        self.reads_ahead = self.draining = False
         self.waiting_blocks = 0
-        self.blocks_before_threads = self.backoff
-        self.backoff *= 2
+        self.here_from = self.position
+        self.own_costs.clear()  # a fresh measure, with the executor idle
+        self.probe = _PROBE_BLOCKS
+        self.probe_started = self.clock()
+        # Blocks a quarter of the executor's: cheap enough to measure often, big enough
+        # that a block's fixed cost does not count.
+        self.sizer.size = max(1, min(self.sizer.limit, self.task_size // 4))
+
+    def _after_own_block(self, waited: bool) -> None:
+        """Hands the work back to the executor where it is due (see the module)."""
+        if self.probe:
+            self.probe -= 1
+            if not self.probe:
+                self._settle()
+            return
+        if self.executor is None:  # threads, only once reads are seen to wait
+            self.waiting_blocks = self.waiting_blocks + 1 if waited else 0
+            due = self.threads and self.waiting_blocks >= WAITING_BLOCKS
+            if due and self.clock() >= self.retry_at:
+                self.start(seconds_per_element=self.own_cost)
+            return
+        if self.clock() >= self.retry_at or (
+            self.last_wait is not None and self._executor_faster()
+        ):
+            self.start()
+
+    def _settle(self) -> None:
+        """After the probe: back to the executor if it was faster, else the work stays here."""
+        assert self.last_wait is not None
+        self.trial_seconds = max(self.trial_seconds, self.clock() - self.probe_started)
+        if self._executor_faster():
+            self._decided(ahead=True)
+            self.start(seconds_per_element=self.own_cost)
+            self.judged = True  # decided already
+            return
+        self._decided(ahead=False)
+        self.fallbacks += 1
+        note = getattr(self.executor, "note_fallback", None)
+        if note is not None:
+            retry_after = self.retry_at - self.clock()
+            figures = (self.last_wait, self.own_cost, self.last_executor, retry_after)
+            note(Fallback(self.here_from, *figures, self.fallbacks))
+
+    def _decided(self, ahead: bool) -> None:
+        """Notes who has the work, the executor (`ahead`) or this thread; when the other is tried.
+
+        After 16 times as long as the longest trial of either side took; twice
+        as long each time the same side wins again.
+        """
+        self.backoff = self.backoff * 2 if ahead is self.ahead_won else _FIRST_BACKOFF
+        self.ahead_won = ahead
+        now = self.clock()
+        if ahead:
+            self.probe_at = now + self.backoff * self.trial_seconds
+        else:
+            self.retry_at = now + self.backoff * self.trial_seconds
 
     def _fail(self, first: int, block: list[Any], error: Exception) -> tuple[int, list[Any]]:
         if not block:
@@ -349,6 +556,7 @@ class ThreadExecutor:
     """Reads blocks in a pool of threads; stops them when closed or garbage collected."""
 
     task_seconds = 0.002
+    required_gain = _REQUIRED_GAIN
 
     def __init__(self, dataset: Dataset[Any], threads: int, buffer: int) -> None:
         self.dataset = dataset
@@ -384,12 +592,6 @@ def read_timed(dataset: Dataset[Any], first: int, stop: int) -> Result:
     started = time.perf_counter()
     block, error = read_block(dataset, first, stop)
     return block, error, time.perf_counter() - started
-
-
-def _task_size(seconds_per_element: float, task_seconds: float) -> int:
-    if seconds_per_element <= 0:
-        return MAX_TASK
-    return int(min(MAX_TASK, max(1, task_seconds // seconds_per_element)))
 
 
 def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:

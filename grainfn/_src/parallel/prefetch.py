@@ -44,6 +44,7 @@ class PrefetchedStream(PassThroughStream):
     buffer_per_worker: int = 1
     worker_init_fn: Callable[[int, int], Any] | None = None
     worker_timeout: float | None = None  # how it reads, like the others: not in any state
+    adaptive: bool = True  # whether work too cheap for the workers moves to this process
     transparent = True
     executes_leaves = True  # a nested one gives way to it (see `with_leaves`)
 
@@ -62,8 +63,12 @@ class PrefetchedStream(PassThroughStream):
             self.worker_timeout,
         )
 
+        # What a worker_init_fn sets up in each worker may be what the maps need.
+        adaptive = self.adaptive and self.worker_init_fn is None
+
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
-            return PooledLeaf(leaf, functools.partial(LeafExecutor, pool, leaves.index(leaf)))
+            executor = functools.partial(LeafExecutor, pool, leaves.index(leaf))
+            return PooledLeaf(leaf, executor, adaptive)
 
         pooled = with_leaves(self.parent, pooled_leaf)
         return PoolCursor(pooled.open(state), pool)
@@ -82,6 +87,7 @@ class PooledLeaf(Stream[Any]):
 
     leaf: FromDatasetStream[Any]
     executor: Callable[[], Executor]
+    adaptive: bool = True  # False: every block goes to the executor (see `BlockReader`)
 
     def init(self) -> records.DatasetPosition:
         return self.leaf.init()
@@ -90,7 +96,9 @@ class PooledLeaf(Stream[Any]):
         self.leaf.check_state(state, path)
 
     def open(self, state: records.DatasetPosition) -> Cursor:
-        reader = BlockReader(self.leaf.dataset, state.position, executor=self.executor())
+        reader = BlockReader(
+            self.leaf.dataset, state.position, executor=self.executor(), adaptive=self.adaptive
+        )
         return DatasetCursor(reader, self.leaf.allow_nones)
 
 
@@ -176,6 +184,7 @@ def mp_prefetch(
     buffer_per_worker: int = 1,
     worker_init_fn: Callable[[int, int], Any] | None = None,
     worker_timeout: float | None = None,
+    adaptive: bool = True,
 ) -> Stream[T]:
     """The stream with its dataset reads done ahead by `num_workers` worker processes.
 
@@ -195,6 +204,15 @@ def mp_prefetch(
             worker is killed and `next()` raises `WorkerError`; nothing is
             lost, and the next `next()` reads the block again with a new
             worker. None (the default) waits as long as the worker lives.
+        adaptive: Whether the workers must earn their place (the default): when
+            the consumer waits longer for their blocks than reading them here
+            costs (work too cheap to pay for its transfer), blocks are read
+            here, with the same elements and states; the workers are kept and
+            tried again later, less and less often. False leaves every block to
+            the workers: where a crash in the per-position work must not take
+            this process down, or the maps need the workers themselves. A
+            `worker_init_fn` implies False (what it sets up may be what the
+            maps need).
 
     Examples:
         >>> from grainfn.fn import range, from_dataset
@@ -211,4 +229,6 @@ def mp_prefetch(
     if isinstance(data, Dataset):
         data = FromDatasetStream(data)
     stream = as_stream(data, "mp_prefetch")
-    return PrefetchedStream(stream, num_workers, buffer_per_worker, worker_init_fn, worker_timeout)
+    return PrefetchedStream(
+        stream, num_workers, buffer_per_worker, worker_init_fn, worker_timeout, bool(adaptive)
+    )
