@@ -44,7 +44,10 @@ class RayPrefetchedStream(PassThroughStream):
 
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             index = leaves.index(leaf)
-            return PooledLeaf(leaf, lambda: session.executor(index))
+            # Pinned: the user asked for the cluster. Work too cheap for it gets a warning with
+            # the figures (RaySession.record); trials, whose small blocks cost a Ray call each,
+            # made an elastic host's state (which reads blocks again) 30x slower.
+            return PooledLeaf(leaf, lambda: session.executor(index), adaptive=False)
 
         return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session)
 
