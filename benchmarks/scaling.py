@@ -83,7 +83,7 @@ def scaling(c: Config) -> list[Row]:
             f"{name} = the map here": outputs[name, workers] == expected
             for name in ("grainfn", "Grain")
         }
-        per_item = row.per_item | {CEILING: ceiling}
+        per_item = {**row.per_item, CEILING: ceiling}
         rows[key] = dataclasses.replace(row, per_item=per_item, detail=detail, checks=checks)
     return list(rows.values())
 
