@@ -29,6 +29,7 @@ from benchmarks.harness import HAND, SAMPLED, Row, Target, fmt_ratio, require, s
 SUITES = (
     *("import_time", "map_level", "streams", "facade", "array_record"),
     *("checkpoint", "parallel", "scaling", "dataloader", "packing", "jax_device", "elastic"),
+    "ray_cluster",
 )
 """The suites, by module name under `benchmarks`, in the order they run."""
 ROOT = Path(__file__).resolve().parents[1]

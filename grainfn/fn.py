@@ -101,5 +101,7 @@ if TYPE_CHECKING:
     from grainfn._src.packing.concat_then_split import concat_then_split as concat_then_split
     from grainfn._src.packing.pack_and_batch import PackAndBatchState as PackAndBatchState
     from grainfn._src.packing.pack_and_batch import pack_and_batch as pack_and_batch
+    from grainfn._src.parallel.ray_pool import RayPool as RayPool
+    from grainfn._src.parallel.ray_prefetch import ray_prefetch as ray_prefetch
 
 __getattr__, __dir__, __all__ = lazy_attributes(globals())

@@ -49,3 +49,13 @@ def one_shard(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 def records() -> list[bytes]:
     """The records the shared files hold, in order."""
     return list(RECORDS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on the Ray cluster (the `cluster` fixture) run last, in their own order.
+
+    The cluster is session-scoped: once a test starts it, this process stays a
+    connected Ray driver, with Ray's threads, until the session ends. No other
+    test should fork or time itself in such a process.
+    """
+    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))

@@ -27,7 +27,7 @@ def test_import_grainfn_loads_no_heavy_dependency() -> None:
     code = (
         "import sys, grainfn\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore', 'pyarrow'})\n"
+        "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore', 'pyarrow', 'ray'})\n"
         "print(heavy)"
     )
     assert run_python(code) == ["[]"]
@@ -39,7 +39,7 @@ def test_rarely_used_parts_are_imported_on_first_use() -> None:
         "from grainfn import fn\n"
         "lazy = ['grainfn.experimental', 'grainfn.python', 'grainfn._src.packing', "
         "'grainfn._src.formats.parquet', 'grainfn._src.inspect.element_spec', "
-        "'grainfn._src.inspect.tree']\n"
+        "'grainfn._src.inspect.tree', 'grainfn._src.parallel.ray_pool']\n"
         "print([m for m in lazy if m in sys.modules])\n"
         "print(grainfn.experimental.FirstFitPackIterDataset.__name__, fn.first_fit_pack.__name__,"
         " grainfn.describe.__name__, grainfn.python.MapDataset is grainfn.MapDataset)\n"

@@ -2,9 +2,9 @@
 
 A `BlockReader` hands out consecutive blocks of positions. It reads them in
 the calling thread, or hands them ahead of time to an executor: a thread pool
-(`ReadOptions`) or worker processes (`mp_prefetch`). Either way blocks come
-back in position order, so the output and the state never depend on how they
-were read, only the speed does.
+(`ReadOptions`), worker processes (`mp_prefetch`) or Ray actors
+(`ray_prefetch`). Either way blocks come back in position order, so the
+output and the state never depend on how they were read, only the speed does.
 
 An executor must earn its place: it never makes a pipeline slower than
 reading in the consumer's own thread. The reader measures both sides and

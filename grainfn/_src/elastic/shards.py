@@ -8,7 +8,7 @@ the shards together read each leaf position exactly once. A stream-level
 `random_map` in shard `i` of `k` draws for indices `i, i + k, ...`, so no two
 shards repeat each other's draws.
 
-Executor stages (`mp_prefetch`) inside the pipeline are taken out of the shards
+`mp_prefetch` and `ray_prefetch` stages inside the pipeline are taken out of the shards
 (`prefetch_of` finds them): a host runs one executor for all its shards.
 """
 
@@ -66,7 +66,7 @@ def logical_shard(
 def prefetch_of(stream: Any) -> Stream[Any] | None:
     """The outermost executor stage of `stream`, or None: the executor a host will run.
 
-    An executor stage (`mp_prefetch`, or another marked so) reads its leaves
+    An executor stage (`mp_prefetch`, `ray_prefetch`) reads its leaves
     elsewhere; it is marked `executes_leaves`.
     """
     if executes_leaves(stream):

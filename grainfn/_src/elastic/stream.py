@@ -225,8 +225,8 @@ def host_stream(stream: Stream[Any], layout: Layout) -> Stream[Any]:
 def with_workers(stream: Stream[Any], num_workers: int, **options: Any) -> Stream[Any]:
     """`stream` under one `mp_prefetch` of `num_workers`.
 
-    It replaces the executor stage `stream` has (`mp_prefetch`, or another
-    one marked `executes_leaves`, if any): the options asked for win.
+    It replaces the executor stage `stream` has (`mp_prefetch` or
+    `ray_prefetch`, if any): the options asked for win.
     """
     if executes_leaves(stream):
         stream = cast(Any, stream).parent

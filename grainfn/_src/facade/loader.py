@@ -13,7 +13,12 @@ from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, determine_worker_count
-from grainfn._src.loader.pipeline import check_operation, is_operation, loader_stream
+from grainfn._src.loader.pipeline import (
+    check_operation,
+    check_ray_pool,
+    is_operation,
+    loader_stream,
+)
 from grainfn._src.loader.samplers import IndexSampler
 from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
 from grainfn._src.parallel.deaths import check_worker_timeout
@@ -46,6 +51,9 @@ class DataLoader:
             worker is killed and `next()` raises `WorkerError`; nothing is lost,
             and the next `next()` reads on with a new worker. None waits as long
             as the worker lives. Not in Grain (PyTorch's DataLoader `timeout`).
+        ray_pool: A `grainfn.fn.RayPool` whose Ray actors do the reads and
+            per-record operations instead of worker processes (with
+            `worker_count=0`); the output and states are the same. Not in Grain.
 
     Examples:
         >>> import grainfn as grain
@@ -70,6 +78,7 @@ class DataLoader:
         read_options: ReadOptions | None = None,
         enable_profiling: bool = False,
         worker_timeout: float | None = None,
+        ray_pool: Any = None,
     ) -> None:
         self._data_source = check_source(data_source)
         if not callable(getattr(sampler, "__getitem__", None)):
@@ -90,6 +99,7 @@ class DataLoader:
             enable_profiling=bool(enable_profiling),
             worker_timeout=check_worker_timeout(worker_timeout),
         )
+        self._ray_pool = check_ray_pool(ray_pool, count)
         self._shard_options = _shard_options(shard_options, sampler)
         self._read_options = read_options or ReadOptions()
         if not isinstance(self._read_options, ReadOptions):
@@ -119,6 +129,7 @@ class DataLoader:
             read_threads=options.threads,
             read_buffer=options.buffer,
             worker_init_fn=worker_init_fn,
+            ray_pool=self._ray_pool,
         )
 
     def identity(self) -> dict[str, str]:

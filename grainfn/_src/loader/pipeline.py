@@ -41,11 +41,14 @@ def loader_stream(
     read_buffer: int = 500,
     worker_init_fn: Callable[[int, int], Any] | None = None,
     worker_timeout: float | None = None,
+    ray_pool: Any = None,
 ) -> Stream[Any]:
     """The stream of a DataLoader: shard `shard`'s records through `operations`.
 
     `worker_count`, `worker_buffer_size`, `worker_init_fn` and `worker_timeout`
-    are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`.
+    are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
+    `ray_pool`, a `fn.RayPool` whose actors do the map-level work instead
+    (`fn.ray_prefetch`).
 
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
@@ -66,6 +69,8 @@ def loader_stream(
     for operation in operations:
         data = _apply(check_operation(operation), data, to_stream)
     stream = to_stream(fn.map(record_data, data))
+    if check_ray_pool(ray_pool, worker_count) is not None:
+        return fn.ray_prefetch(ray_pool, stream)
     if worker_count > 0:
         stream = fn.mp_prefetch(
             worker_count,
@@ -75,6 +80,30 @@ def loader_stream(
             worker_timeout=worker_timeout,
         )
     return stream
+
+
+def check_ray_pool(ray_pool: Any, worker_count: int) -> Any:
+    """`ray_pool` (None, or a `fn.RayPool`), checked to go with `worker_count`.
+
+    Raises:
+        TypeError: if it is neither None nor a RayPool.
+        ValueError: if there are worker processes too.
+    """
+    if ray_pool is None:
+        return None
+    from grainfn._src.parallel.ray_pool import RayPool
+
+    if not isinstance(ray_pool, RayPool):
+        raise TypeError(
+            f"ray_pool must be a grainfn.fn.RayPool, got {ray_pool!r} of type "
+            f"{type(ray_pool).__name__}."
+        )
+    if worker_count > 0:
+        raise ValueError(
+            f"A DataLoader reads with worker processes (worker_count={worker_count}) or with a "
+            "Ray pool (ray_pool=...), not both: pass worker_count=0 with ray_pool."
+        )
+    return ray_pool
 
 
 OPERATIONS: tuple[tuple[type[Any], str, str], ...] = (

@@ -1,0 +1,140 @@
+"""Preprocessing on Ray actors (`fn.ray_prefetch`) against worker processes (`fn.mp_prefetch`).
+
+A local Ray of 2 CPUs on this machine (`ray.init(num_cpus=2)`), a `RayPool`
+of 2 actors kept warm across the runs, against `mp_prefetch(2)` (which starts
+its processes with each iterator) and reading in this process:
+- R1: a CPU-heavy map (`Spin`, about 1 ms an element) over a shuffle, in
+  batches of 16: the steady state (from the first batch to the end) per
+  element, and the time to the first batch (Ray's pool warm).
+- R2: what a block costs: one round trip to an idle actor (a block of one
+  cheap element), and bringing back 1 MiB (a block of one 1 MiB array),
+  against the same through a worker process's pipe and shared memory.
+Every path's elements are checked to be equal.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from benchmarks.harness import Case, Row, Target, Timer, measure, require
+from benchmarks.run import Step, run_suite
+from benchmarks.workers import Read, Spin, calibrate, timed_read
+from grainfn import fn
+
+RAY = "grainfn ray 2 actors"
+MP = "grainfn mp_prefetch(2)"
+HERE = "grainfn here"
+RAY_FIRST, MP_FIRST = "ray first batch", "mp first batch"
+
+
+def heavy_stream(work: Spin, count: int) -> Any:
+    return fn.batch(16, fn.from_dataset(fn.map(work, fn.shuffle(fn.range(count), seed=0))))
+
+
+def start_ray() -> Any:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    return fn.RayPool(2, num_cpus=1)
+
+
+def heavy_rows(count: int) -> list[Row]:
+    work = calibrate(0.001)
+    stream = heavy_stream(work, count)
+    pool = start_ray()
+    pool.start()
+    reads: dict[str, list[Read]] = {RAY: [], MP: [], HERE: []}
+    readers = {
+        RAY: fn.ray_prefetch(pool, stream),
+        MP: fn.mp_prefetch(2, stream),
+        HERE: stream,
+    }
+    cases = {
+        label: Case(lambda label=label: timed_read(fn.iterate(readers[label]), reads[label]))
+        for label in readers
+    }
+    try:
+        timings = measure(cases, Timer(repeats=3, budget=60.0, burst=0.0))
+    finally:
+        pool.close()
+    want = [b.tolist() for b in timings[HERE].result]
+    for label, timing in timings.items():
+        require([b.tolist() for b in timing.result] == want, f"R1: {label} read other batches")
+    steady = {label: min(r.steady for r in runs) / count for label, runs in reads.items()}
+    first = {
+        RAY_FIRST: min(r.first for r in reads[RAY]),
+        MP_FIRST: min(r.first for r in reads[MP]),
+    }
+    detail = (
+        f"{count} elements of about 1 ms (Spin({work.iterations})), shuffled, batches of 16, "
+        f"{os.cpu_count()} cores; per element from the first batch on; first batch: best seconds"
+    )
+    return [
+        Row("R1", "CPU-heavy map, steady state", steady, unit="us", subject=RAY, detail=detail),
+        Row("R1f", "time to the first batch", first, subject=RAY_FIRST),
+    ]
+
+
+def per_block(submit: Any, blocks: int) -> float:
+    """The median seconds of one block read through `submit(first, stop).result()`, one at a
+    time (the executor idle before each)."""
+    times = []
+    for position in range(blocks):
+        started = time.perf_counter()
+        submit(position, position + 1).result()
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
+def cost_rows() -> list[Row]:
+    from grainfn._src.parallel.processes import WorkerPool
+
+    cheap = fn.range(10**6)
+    megabyte = fn.map(lambda x: np.full(2**18, x, np.float32), fn.range(10**6))  # 1 MiB each
+    pool = start_ray()
+    session = pool.session([cheap, megabyte])
+    try:
+        session.start()
+        call = {RAY: per_block(session.executor(0).submit, 50)}
+        moved = {RAY: per_block(session.executor(1).submit, 50)}
+    finally:
+        session.close()
+        pool.close()
+    workers = WorkerPool([cheap, megabyte], 1, 1, None, None)
+    try:
+        workers.start()
+        call[MP] = per_block(lambda a, b: workers.submit(0, a, b), 50)
+        moved[MP] = per_block(lambda a, b: workers.submit(1, a, b), 50)
+    finally:
+        workers.close()
+    note = "median of 50 blocks of one element, each sent when the last came back; pools warm"
+    return [
+        Row("R2a", "a block's round trip", call, unit="s", subject=RAY, detail=note),
+        Row("R2b", "a block of 1 MiB, round trip", moved, unit="s", subject=RAY, detail=note),
+    ]
+
+
+def steps(quick: bool) -> list[Step]:
+    count = 400 if quick else 2000
+    return [Step("R1", lambda: heavy_rows(count)), Step("R2", cost_rows)]
+
+
+def targets(rows: dict[str, Row]) -> list[Target]:
+    heavy, first = rows["R1"], rows["R1f"]
+    return [
+        Target.at_most("R1: Ray 2 actors within 1.2x of mp_prefetch(2)", heavy.over(MP), 1.2),
+        Target.at_most(
+            "R1: Ray's first batch (warm pool) <= mp_prefetch's",
+            first.ratio(RAY_FIRST, MP_FIRST),
+            1.0,
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    run_suite("ray_cluster", __doc__ or "", steps, targets)
