@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
+from hypothesis import strategies as st
 
 from grainfn import fn
+from grainfn._src.facade.grain_states import to_grain
 
 from pipelines import build_grain_stream, build_stream, stream_specs
 
@@ -54,6 +56,27 @@ def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
     assert len(got) == len(expected)
     for position, (ours, theirs) in enumerate(zip(got, expected)):
         assert same(ours, theirs), f"element {position}: {ours!r} != {theirs!r}"
+
+
+@settings(max_examples=100)
+@given(stream_specs(), st.integers(0, 40))
+def test_a_state_written_in_grains_format_continues_in_grain(
+    spec: tuple[Any, ...], taken: int
+) -> None:
+    note(f"spec = {spec!r}")
+    assume(not isinstance(read_grain(spec), type))  # pipelines Grain itself reads
+    stream = build_stream(spec)
+    ours = fn.iterate(stream)
+    head = list(itertools.islice(ours, taken))
+    written = to_grain(stream, ours.state)
+    note(f"after {len(head)} elements, Grain's state {written!r}")
+    theirs = iter(build_grain_stream(spec))
+    theirs.set_state(written)
+    rest = list(itertools.islice(theirs, MAX_ELEMENTS))
+    expected = list(itertools.islice(ours, MAX_ELEMENTS))
+    assert len(rest) == len(expected)
+    for position, (a, b) in enumerate(zip(rest, expected)):
+        assert same(a, b), f"element {len(head) + position}: Grain {a!r}, grainfn {b!r}"
 
 
 @pytest.mark.parametrize(

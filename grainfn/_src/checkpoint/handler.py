@@ -62,7 +62,7 @@ class CheckpointHandler(ocp.AsyncCheckpointHandler):
             item: The iterator (Orbax's older calling convention).
             args: `CheckpointSave(iterator)`.
         """
-        return [_WriteWhenAwaited(directory, _iterator(item, args, "save").get_state())]
+        return [_WriteWhenAwaited(directory, _state(item, args))]
 
     def save(self, directory: Any, item: Any = None, args: CheckpointSave | None = None) -> None:
         """Writes the iterator's state file now (Orbax's synchronous path).
@@ -70,7 +70,7 @@ class CheckpointHandler(ocp.AsyncCheckpointHandler):
         The file is replaced atomically (`files.write_state`): a save that
         fails, into a directory that holds a state already, leaves that state.
         """
-        files.write_state(directory, _iterator(item, args, "save").get_state())
+        files.write_state(directory, _state(item, args))
 
     def restore(
         self, directory: Any, item: Any = None, args: CheckpointRestore | None = None
@@ -117,9 +117,21 @@ class CheckpointSave(ocp.args.CheckpointArgs):
     Attributes:
         item: A `DatasetIterator` or `DataLoader` iterator (anything with
             Grain's `get_state`/`set_state`).
+        grain_format: Write the state in Grain's own format
+            (`DatasetIterator.grain_state()`), so that Grain restores the
+            checkpoint: for going back to Grain mid-run.
     """
 
     item: Any
+    grain_format: bool = False
+
+    def __post_init__(self) -> None:
+        if self.grain_format and not callable(getattr(self.item, "grain_state", None)):
+            raise TypeError(
+                "CheckpointSave(grain_format=True) needs a DatasetIterator (its grain_state() "
+                f"writes Grain's format), got {type(self.item).__qualname__}. Save it without "
+                "grain_format."
+            )
 
 
 @ocp.args.register_with_handler(CheckpointHandler, for_restore=True)
@@ -174,6 +186,14 @@ class _WriteWhenAwaited:
 
 async def _write(directory: Any, state: Any) -> None:
     files.write_state(directory, state)
+
+
+def _state(item: Any, args: CheckpointSave | None) -> Any:
+    """The state to save: `get_state()`, or Grain's format where `args.grain_format` asks."""
+    iterator = _iterator(item, args, "save")
+    if args is not None and args.grain_format:
+        return iterator.grain_state()
+    return iterator.get_state()
 
 
 def _iterator(item: Any, args: Any, action: str) -> Any:

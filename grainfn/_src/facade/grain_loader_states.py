@@ -114,12 +114,17 @@ def dataset_position(dataset: Dataset[Any], taken: int) -> int:
         >>> dataset_position(fn.batch(2, fn.range(9)), 4)  # not a DataLoader's: as it is
         4
     """
+    if not reads_loader_records(dataset):
+        return taken
+    return _position(dataset, taken, one_to_one=False)
+
+
+def reads_loader_records(dataset: Dataset[Any]) -> bool:
+    """Whether `dataset` is a DataLoader's: its maps, filters and batches over sampled records."""
     stage = dataset
     while isinstance(stage, (MappedDataset, FilteredDataset, BatchedDataset)):
         stage = stage.parent
-    if not isinstance(stage, SampledDataset):
-        return taken
-    return _position(dataset, taken, one_to_one=False)
+    return isinstance(stage, SampledDataset)
 
 
 def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:

@@ -1,13 +1,15 @@
-"""States written by Grain itself, read into grainfn's records where the mapping is exact.
+"""Grain's own states, read into grainfn's records and written from them, where exact.
 
 A run that moves from Grain to grainfn keeps its data position: Grain's
 `get_state()` of a pipeline (also inside an Orbax checkpoint Grain wrote) is
-turned into the state record of the same grainfn pipeline. Each stage reads
-its part of Grain's nested dict:
+turned into the state record of the same grainfn pipeline (`from_grain`). A
+run going back does the reverse (`to_grain`, behind
+`DatasetIterator.grain_state()`): Grain's `set_state` of the same pipeline
+continues from it. Each stage reads and writes its part of Grain's nested dict:
 
 - `to_iter_dataset()`: `{"next_index": n}`, the position in the MapDataset;
-- `map`, `filter`, `batch` and the transparent stages (prefetch, options): their
-  parent's state;
+- `map`, `filter`, `batch`, `seed` and the other stages whose state is their
+  parent's (prefetch, options, cache): their parent's state;
 - `random_map`: `{"parent": ..., "index_for_rng": n}`;
 - `map_with_index`: `{"parent": ..., "counter": n}`;
 - `IterDataset.mix`: `{"parents": [...] or {name: ...}, "index": i, "stop": bool}`;
@@ -32,6 +34,14 @@ its part of Grain's nested dict:
 - an `IterDataset` subclass with its own `__iter__` (`fn.from_iterable`): the
   state of the user's iterator, as its `get_state()` gave it.
 
+Written states equal Grain's at the same position, except three positions
+Grain names otherwise (both continue alike): after an element's last
+`flat_map` output or a window's last element, Grain names the one that
+ended, grainfn the next; after a repeat's last epoch Grain keeps the parent
+at its end, grainfn at its start. Not written: concat-then-split (Grain's
+slices name the cut element's length), rebatch, and Grain's `mp_prefetch`
+(write the state of the same pipeline without it, for Grain without it).
+
 Any other stage is refused with a message naming it: Grain's `mp_prefetch`,
 whose state splits the position between its workers (its Grain state does not
 determine grainfn's), and rebatch, whose Grain state (`{"parent": ...,
@@ -47,15 +57,13 @@ from typing import Any
 
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
-from grainfn._src.core.stream import Stream
-from grainfn._src.facade.grain_loader_states import dataset_position
+from grainfn._src.core.stream import PassThroughStream, Stream
+from grainfn._src.facade.grain_loader_states import dataset_position, reads_loader_records
 from grainfn._src.formats.parquet import ParquetFileStream, ParquetPosition
 from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
 from grainfn._src.packing.concat_then_split import ConcatThenSplitState, ConcatThenSplitStream
 from grainfn._src.packing.stream import PackedStream, PackState
 from grainfn._src.parallel.prefetch import PrefetchedStream
-from grainfn._src.stages.batch import BatchedStream
-from grainfn._src.stages.filter import FilteredStream
 from grainfn._src.stages.flat_map import FlatMappedStream, SplitState
 from grainfn._src.stages.interleave import (
     InterleavedDatasetsStream,
@@ -65,17 +73,12 @@ from grainfn._src.stages.interleave import (
 )
 from grainfn._src.stages.iterable import IterableState, IterableStream
 from grainfn._src.stages.limit import LimitedStream, LimitState
-from grainfn._src.stages.map import CountState, IndexMappedStream, MappedStream
+from grainfn._src.stages.map import CountState, IndexMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
 from grainfn._src.stages.random_map import RandomMappedStream
 from grainfn._src.stages.repeat import RepeatedStream, RepeatState
 from grainfn._src.stages.window_shuffle import WindowShuffledStream, WindowShuffleState
 from grainfn._src.stages.zip import ZippedStream, ZipState
-
-_SAME_STATE = (MappedStream, FilteredStream, BatchedStream)
-"""Stages whose Grain state is their parent's, as grainfn's is; so is a transparent
-stage's (prefetch, options, cache)."""
-
 
 _GRAIN_PREFETCH_KEYS = {"workers_state", "iterators_in_use_indices"}
 """Keys of Grain's mp_prefetch state: one iterator per worker, each over its slice of the data."""
@@ -97,7 +100,7 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
     if isinstance(stream, FromDatasetStream):
         taken = _count(state, "next_index", path)
         return records.DatasetPosition(dataset_position(stream.dataset, taken))
-    if isinstance(stream, _SAME_STATE) or stream.transparent:
+    if isinstance(stream, PassThroughStream):  # map, filter, batch, seed, prefetch...
         grain_prefetch = isinstance(state, dict) and bool(_GRAIN_PREFETCH_KEYS & state.keys())
         if isinstance(stream, PrefetchedStream) and grain_prefetch:
             raise ValueError(
@@ -321,6 +324,137 @@ _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
     InterleavedDatasetsStream: _interleaved,
 }
 """How each stage with a state of its own reads Grain's state of the same stage."""
+
+
+# ---------------------------------------------------------------------------
+# Going back: grainfn's records written in Grain's format.
+
+
+def to_grain(stream: Stream[Any], record: Any, path: str = "state") -> Any:
+    """Grain's state of the same pipeline at the position `record` of `stream` names.
+
+    The inverse of `from_grain`, for the stages above whose grainfn record
+    determines Grain's state; Grain's `set_state` of the same pipeline
+    continues from it with the elements grainfn would have yielded next.
+
+    Raises:
+        ValueError: naming the stage whose Grain state grainfn cannot write.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(9).to_iter_dataset().random_map(lambda x, r: x, seed=1)
+        >>> grains = {"parent": {"next_index": 4}, "index_for_rng": 4}
+        >>> to_grain(ds.core, from_grain(ds.core, grains))
+        {'parent': {'next_index': 4}, 'index_for_rng': 4}
+    """
+    if isinstance(stream, FromDatasetStream):
+        if reads_loader_records(stream.dataset):
+            raise _unwritable(stream, "a DataLoader's records (write the DataLoader's state)")
+        return {"next_index": record.position}
+    if isinstance(stream, PrefetchedStream):
+        raise _unwritable(
+            stream,
+            "Grain's mp_prefetch state splits the position between its worker processes, each "
+            "over its own slice of the data, where grainfn's is one position; write the state "
+            "of the same pipeline without mp_prefetch, for a Grain pipeline without it",
+        )
+    if isinstance(stream, PassThroughStream):  # map, filter, batch, seed, prefetch...
+        (parent,) = stream.parents
+        return to_grain(parent, record, path)
+    write = _WRITERS.get(type(stream))
+    if write is None:
+        raise _unwritable(stream, "its grainfn state does not determine Grain's")
+    return write(stream, record, path)
+
+
+def _unwritable(stream: Stream[Any], why: str) -> ValueError:
+    return ValueError(
+        f"grainfn cannot write Grain's state for the stage {stream.describe_stage()!r}: {why}. "
+        "Grain states are written for to_iter_dataset, map, filter, batch, random_map, "
+        "map_with_index, mix, limit, repeat, zip, window shuffle, flat_map, first-fit and "
+        "best-fit packing, interleave, TFRecordIterDataset, ParquetIterDataset, a user's own "
+        "iterator and thread prefetch."
+    )
+
+
+def _write_parent(stream: Any, record: Any, path: str, **fields: Any) -> dict[str, Any]:
+    return {"parent": to_grain(stream.parent, record.parent, f"{path}.parent"), **fields}
+
+
+def _write_counted(stream: Any, record: CountState, path: str) -> dict[str, Any]:
+    key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
+    return _write_parent(stream, record, path, **{key: record.seen})
+
+
+def _write_components(streams: tuple[Stream[Any], ...], states: Any, path: str) -> list[Any]:
+    return [to_grain(c, s, f"{path}.parents[{i}]") for i, (c, s) in enumerate(zip(streams, states))]
+
+
+def _write_mixed(stream: MixedStream, record: MixState, path: str) -> dict[str, Any]:
+    parents: Any = _write_components(stream.components, record.components, path)
+    if stream.names is not None:  # Grain keys a mix of named components by name
+        parents = dict(sorted(zip(stream.names, parents)))
+    return {"parents": parents, "index": record.position, "stop": record.stopped}
+
+
+def _write_zipped(stream: ZippedStream, record: ZipState, path: str) -> dict[str, Any]:
+    return {"parents": _write_components(stream.components, record.components, path)}
+
+
+def _write_window_shuffled(
+    stream: WindowShuffledStream, record: WindowShuffleState, path: str
+) -> dict[str, Any]:
+    start = to_grain(stream.parent, record.parent, f"{path}.parent_window_start_state")
+    return {
+        "parent_window_start_state": start,
+        "window_index": record.window,
+        "pos_in_window": record.emitted,
+    }
+
+
+def _write_interleaved(stream: Any, record: InterleaveState, path: str) -> dict[str, Any]:
+    states = [
+        to_grain(stream.stream_at(slot.dataset), slot.parent, f"{path}.iterators_in_use_states")
+        for slot in record.components
+    ]
+    return {
+        "next_index_in_cycle": record.slot,
+        "next_index_in_datasets": record.next_dataset,
+        "iterators_in_use_indices": [slot.dataset for slot in record.components],
+        "iterators_in_use_states": states,
+        "exhausted": [int(slot.stopped) for slot in record.components],
+        "future_states": {},
+    }
+
+
+_WRITERS: dict[type, Callable[[Any, Any, str], Any]] = {
+    TFRecordStream: lambda stream, record, path: {"reader_offset": record.offset},
+    ParquetFileStream: lambda stream, record, path: {
+        "row_group": record.row_group,
+        "index_within_row_group": record.row,
+    },
+    IterableStream: lambda stream, record, path: copy.deepcopy(record.user_state),
+    RandomMappedStream: _write_counted,
+    IndexMappedStream: _write_counted,
+    MixedStream: _write_mixed,
+    ZippedStream: _write_zipped,
+    LimitedStream: lambda stream, record, path: _write_parent(
+        stream, record, path, count_elements_read=record.taken
+    ),
+    RepeatedStream: lambda stream, record, path: _write_parent(
+        stream, record, path, epoch=record.epoch
+    ),
+    WindowShuffledStream: _write_window_shuffled,
+    FlatMappedStream: lambda stream, record, path: _write_parent(
+        stream, record, path, next_index_in_buffer=record.taken
+    ),
+    PackedStream: lambda stream, record, path: _write_parent(
+        stream, record, path, next_row=record.row, counter=record.emitted
+    ),
+    InterleavedStream: _write_interleaved,
+    InterleavedDatasetsStream: _write_interleaved,
+}
+"""How each stage with a state of its own writes its record as Grain's state of the stage."""
 
 
 def _field(state: Any, key: str, path: str) -> Any:
