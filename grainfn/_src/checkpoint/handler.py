@@ -117,9 +117,9 @@ class CheckpointSave(ocp.args.CheckpointArgs):
     Attributes:
         item: A `DatasetIterator` or `DataLoader` iterator (anything with
             Grain's `get_state`/`set_state`).
-        grain_format: Write the state in Grain's own format
-            (`DatasetIterator.grain_state()`), so that Grain restores the
-            checkpoint: for going back to Grain mid-run.
+        grain_format: Write the state in Grain's own format (the iterator's
+            `grain_state()`; a DataLoader's for Grain with 0 workers), so that
+            Grain restores the checkpoint: for going back to Grain mid-run.
     """
 
     item: Any
@@ -128,9 +128,9 @@ class CheckpointSave(ocp.args.CheckpointArgs):
     def __post_init__(self) -> None:
         if self.grain_format and not callable(getattr(self.item, "grain_state", None)):
             raise TypeError(
-                "CheckpointSave(grain_format=True) needs a DatasetIterator (its grain_state() "
-                f"writes Grain's format), got {type(self.item).__qualname__}. Save it without "
-                "grain_format."
+                "CheckpointSave(grain_format=True) needs a grainfn DatasetIterator or DataLoader "
+                "iterator (their grain_state() writes Grain's format), got "
+                f"{type(self.item).__qualname__}. Save it without grain_format."
             )
 
 

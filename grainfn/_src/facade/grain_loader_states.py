@@ -45,37 +45,51 @@ from grainfn._src.stages.map import MappedDataset, MappedStream
 def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
     """How many records of `shard` Grain's DataLoader `state` says were taken.
 
+    Shard `s` of `n` reads sampler indices `s + q * n` for its local records
+    `q = 0, 1, ...`. Without workers, `last_seen_indices["0"]` is the last
+    index returned (`s - n` before the first). With `w` workers, worker `k`
+    reads the local records `k, k + w, ...` and they are returned in turn, so
+    each worker's entry is the last index it returned (`s + (k - w) * n`
+    before its first), and the records taken are one more than the largest
+    local record among them. (`last_worker_index` is the worker that
+    returned the last one, or -1 once a round of all workers is complete: it
+    does not say alone how many were taken.)
+
     Examples:
         >>> state = {"worker_count": 0, "last_seen_indices": {"0": 5}, "last_worker_index": -1}
         >>> records_taken(state, ShardOptions(1, 2))  # indices 1, 3, 5 of shard 1 of 2
         3
+        >>> state = {"worker_count": 2, "last_seen_indices": {"0": 0, "1": 1}}
+        >>> records_taken(state, ShardOptions(0, 1))  # a complete round of 2 workers
+        2
     """
     workers = _integer(state, "worker_count")
     last_seen = state.get("last_seen_indices")
-    last_worker = _integer(state, "last_worker_index", least=-1)
-    if not isinstance(last_seen, dict):
+    keys = [str(k) for k in range(max(1, workers))]
+    if not isinstance(last_seen, dict) or sorted(last_seen) != sorted(keys):
         raise ValueError(
-            f"Grain's DataLoader state should map worker numbers to indices in "
-            f"'last_seen_indices', got {records.describe_value(last_seen)}."
+            f"Grain's DataLoader state should map the worker numbers {keys} to sampler indices "
+            f"in 'last_seen_indices', got {records.describe_value(last_seen)}: it is not the "
+            f"state of a DataLoader with {workers} workers."
         )
-    if workers and last_worker < 0:  # no worker returned anything yet
-        return 0
-    key = str(last_worker) if workers else "0"
-    last = last_seen.get(key)
+    return 1 + max(_local_record(last_seen[key], shard, key) for key in keys)
+
+
+def _local_record(last: Any, shard: ShardOptions, key: str) -> int:
+    """The local record of `shard` that sampler index `last` names (negative: none yet)."""
     if isinstance(last, bool) or not isinstance(last, int):
         raise ValueError(
-            f"Grain's DataLoader state has no index for worker {key} in 'last_seen_indices' "
-            f"({records.describe_value(last_seen)}): "
-            "it is not the state of a DataLoader that returned records."
+            f"Grain's DataLoader state should hold an integer index for worker {key} in "
+            f"'last_seen_indices', got {records.describe_value(last)}."
         )
-    count, start = shard.shard_count, shard.shard_index
-    taken, off = divmod(last + count - start, count)
-    if off or taken < 0:
+    local, off = divmod(last - shard.shard_index, shard.shard_count)
+    if off:
         raise ValueError(
-            f"Grain's DataLoader state names sampler index {last}, which shard {start} of "
-            f"{count} does not read: the state belongs to another shard or loader."
+            f"Grain's DataLoader state names sampler index {last}, which shard "
+            f"{shard.shard_index} of {shard.shard_count} does not read: the state belongs to "
+            "another shard or loader."
         )
-    return taken
+    return local
 
 
 def loader_from_grain(stream: Stream[Any], state: dict[str, Any], shard: ShardOptions) -> Any:
@@ -88,6 +102,73 @@ def loader_from_grain(stream: Stream[Any], state: dict[str, Any], shard: ShardOp
     """
     one_to_one = _integer(state, "worker_count") > 1
     return _at_record(stream, records_taken(state, shard), one_to_one)
+
+
+def loader_to_grain(
+    stream: Stream[Any], record: Any, shard: ShardOptions, workers: int
+) -> dict[str, Any]:
+    """Grain's DataLoader state, for `workers` Grain workers, at the record of `stream`.
+
+    The inverse of `loader_from_grain` (`records_taken` gives the layout),
+    without the fields naming the sampler and the source (the caller's).
+
+    Raises:
+        ValueError: where Grain's order with that many workers is not
+            grainfn's (an operation other than a map), naming the stage.
+    """
+    taken = _records_at(stream, record, one_to_one=workers > 1)
+    start, count = shard.shard_index, shard.shard_count
+    if workers == 0:
+        last_seen, last_worker = {"0": start + (taken - 1) * count}, -1
+    else:
+        # Worker k returned local records k, k + workers, ...: its last one before `taken`.
+        last_seen = {
+            str(k): start + (k + workers * ((taken - 1 - k) // workers)) * count
+            for k in range(workers)
+        }
+        last_worker = (taken - 1) % workers
+        last_worker = -1 if last_worker == workers - 1 else last_worker  # a round completed
+    return {
+        "version": 2,
+        "last_seen_indices": last_seen,
+        "last_worker_index": last_worker,
+        "worker_count": workers,
+    }
+
+
+def grain_source_name(source: Any, name: str) -> str:
+    """How Grain's DataLoader state names `source`: an ArrayRecord source by a digest.
+
+    Grain names its ArrayRecord source by the digest of its paths
+    (`hash_of_paths`); any other as grainfn does (`name`).
+    """
+    if isinstance(source, ArrayRecordDataSource):
+        return f"ArrayRecordDataSource(hash_of_paths={hash_of_paths(source.paths)})"
+    return name
+
+
+def _records_at(stream: Any, record: Any, one_to_one: bool) -> int:
+    """The records of the shard taken at `record` of a loader's `stream` (inverse `_at_record`)."""
+    if isinstance(stream, FromDatasetStream):
+        return _records(stream.dataset, record.position, one_to_one)
+    many = isinstance(stream, (FilteredStream, BatchedStream))
+    if stream.transparent or isinstance(stream, MappedStream) or (many and not one_to_one):
+        (parent,) = stream.parents
+        return _records_at(parent, record, one_to_one)
+    raise _refused(stream, one_to_one, written=True)
+
+
+def _records(dataset: Dataset[Any], position: int, one_to_one: bool) -> int:
+    """The records of the shard read up to `position` of `dataset` (`_position`'s inverse)."""
+    if isinstance(dataset, SampledDataset):
+        return position
+    many = isinstance(dataset, (FilteredDataset, BatchedDataset))
+    if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):
+        raise _refused(dataset, one_to_one, written=True)
+    (parent,) = dataset.parents
+    if isinstance(dataset, BatchedDataset):
+        position = min(position * dataset.batch_size, parent.length)
+    return _records(parent, position, one_to_one)
 
 
 def _at_record(stream: Any, taken: int, one_to_one: bool) -> Any:
@@ -198,13 +279,18 @@ def names_source(written: Any, source: Any) -> bool:
     )
 
 
-def _refused(stage: Any, one_to_one: bool) -> ValueError:
+def _refused(stage: Any, one_to_one: bool, written: bool = False) -> ValueError:
     why = (
         "with more than one worker, Grain's order depends on the worker count (each worker "
         "batches and filters its own records), so only maps carry over"
         if one_to_one
         else "its Grain state does not determine grainfn's"
     )
+    if written:
+        return ValueError(
+            f"grainfn cannot write Grain's DataLoader state for the stage "
+            f"{stage.describe_stage()!r}: {why}. Write it for Grain with worker_count=0 or 1."
+        )
     return ValueError(
         f"A DataLoader state written by Grain cannot be read for the stage "
         f"{stage.describe_stage()!r}: {why}. Restart the data position, or save Grain's "

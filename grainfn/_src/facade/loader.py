@@ -194,6 +194,41 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
         state["worker_count"] = self._loader.multiprocessing_options.num_workers
         return json.dumps(state, indent=2).encode()
 
+    def grain_state(self, worker_count: int = 0) -> bytes:
+        """The position after the last element returned, as Grain's DataLoader writes it.
+
+        For going back to Grain mid-run: Grain's DataLoader with the same
+        sampler, source and operations, and `worker_count` workers, continues
+        from it with the elements this iterator would yield next. With more
+        than one Grain worker only maps carry over (each Grain worker batches
+        and filters its own records).
+
+        Raises:
+            ValueError: for a bad `worker_count`, or an operation whose Grain
+                order with that many workers is not grainfn's, naming it.
+
+        Examples:
+            >>> import json
+            >>> import grainfn as grain
+            >>> loader = grain.DataLoader(
+            ...     data_source="abcdef", sampler=grain.samplers.SequentialSampler(6)
+            ... )
+            >>> it = iter(loader)
+            >>> next(it), next(it)
+            ('a', 'b')
+            >>> json.loads(it.grain_state(worker_count=2))["last_seen_indices"]
+            {'0': 0, '1': 1}
+        """
+        from grainfn._src.facade.grain_loader_states import grain_source_name, loader_to_grain
+
+        workers = validate.check_nonnegative_int(worker_count, "worker_count")
+        core = self._iterator.core
+        state = loader_to_grain(core.stream, core.state, self._loader.shard_options, workers)
+        state["sampler"] = self._identity["sampler"]
+        name = self._identity["data_source"]
+        state["data_source"] = grain_source_name(self._loader._data_source, name)
+        return json.dumps(state, indent=4).encode()
+
     def set_state(self, state: bytes | str | dict[str, Any]) -> None:
         """Continues from a state `get_state` returned for this loader (with any worker count).
 
