@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from grainfn._src.elastic.shards import logical_shard as logical_shard
     from grainfn._src.elastic.stream import ElasticState as ElasticState
     from grainfn._src.elastic.stream import elastic_batches as elastic_batches
+    from grainfn._src.elastic.worker_order import grain_worker_order as grain_worker_order
     from grainfn._src.formats.parquet import ParquetPosition as ParquetPosition
     from grainfn._src.formats.parquet import parquet as parquet
     from grainfn._src.formats.tfrecord import TFRecordPosition as TFRecordPosition

@@ -30,6 +30,11 @@ from grainfn import fn, testing
 from grainfn._src.checkpoint import files
 from grainfn.fn import RayPool
 
+# JAX warns at every fork once its threads run (as they do after other tests); adding a
+# node to the cluster starts its processes by fork and exec, which the warning does not
+# concern.
+pytestmark = pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+
 
 @pytest.fixture(scope="module")
 def pools(cluster: Cluster) -> Iterator[dict[int, RayPool]]:
@@ -74,6 +79,10 @@ def test_random_pipelines_equal_reading_here_after_every_step(
     want = run(stream, stop=60)
     for pool in pools.values():
         assert_same_steps(run(fn.ray_prefetch(pool, stream), stop=60), want)
+
+
+def test_the_actors_spread_over_both_nodes(pools: dict[int, RayPool]) -> None:
+    assert len(set(pools[2].nodes())) == 2  # SPREAD, the pool's default
 
 
 def slow_square(x: int) -> int:
@@ -378,6 +387,31 @@ def test_actors_never_run_the_users_script(cluster: Cluster, tmp_path: Any) -> N
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok")
     assert marker.read_text() == "imported\n"  # once: by the driver alone
+
+
+LOCAL_AFTER_JAX = """
+import jax.numpy as jnp
+from grainfn import fn
+
+jnp.zeros(3).block_until_ready()  # JAX's threads run: it now warns at every fork
+options = {"num_cpus": 1, "include_dashboard": False, "log_to_driver": False}
+with fn.RayPool(1, num_cpus=0, init_options=options) as pool:  # starts a local Ray
+    got = list(fn.iterate(fn.ray_prefetch(pool, fn.from_dataset(fn.range(5)))))
+assert got == [0, 1, 2, 3, 4], got
+print("ok")
+"""
+
+
+def test_a_pool_starting_ray_after_jax_says_nothing_of_forks(tmp_path: Any) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(LOCAL_AFTER_JAX)
+    env = {**os.environ, "PYTHONWARNINGS": "default"}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
+    assert "os.fork() was called" not in result.stderr, result.stderr[-3000:]
 
 
 def tokens(x: int) -> dict[str, Any]:

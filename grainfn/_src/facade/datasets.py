@@ -301,21 +301,33 @@ class IterDataset(_Stages[T]):
         options: MultiprocessingOptions | None = None,
         worker_init_fn: Callable[[int, int], None] | None = None,
         sequential_slice: bool = False,
+        *,
+        grain_worker_order: bool = False,
     ) -> IterDataset[T]:
         """Computes the map-level work in worker processes, ahead of the consumer.
 
         Elements and states never depend on `options.num_workers` (a state saved
         with N workers restores with M), so Grain's `sequential_slice` (how its
         workers split the data) changes nothing. Default: a worker per core, at most 10.
+
+        `grain_worker_order=True` (grainfn's option, for runs moving from or
+        to Grain mid-epoch) yields Grain's order instead: each of the N
+        workers runs the pipeline over its own slice of the data
+        (`sequential_slice` as in Grain) and their elements come in turn, as
+        Grain's `mp_prefetch` yields them; the state is Grain's too (an
+        interleave of the workers'), so Grain's state is read and
+        `grain_state()` writes one Grain reads. The output then depends on N.
         """
-        del sequential_slice  # the workers do not split the data: they read blocks in turn
         if options is None:
             options = MultiprocessingOptions(num_workers=min(10, available_cores()))
         if not isinstance(options, MultiprocessingOptions):
             raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
+        parent = self.core
+        if grain_worker_order and options.num_workers > 0:
+            parent = fn.grain_worker_order(options.num_workers, parent, sequential=sequential_slice)
         arguments = options.prefetch_arguments()
         stream = fn.mp_prefetch(
-            options.num_workers, self.core, worker_init_fn=worker_init_fn, **arguments
+            options.num_workers, parent, worker_init_fn=worker_init_fn, **arguments
         )
         return _wrap_iter(stream)
 

@@ -40,13 +40,16 @@ Grain names otherwise (both continue alike): after an element's last
 ended, grainfn the next; after a repeat's last epoch Grain keeps the parent
 at its end, grainfn at its start. Not written: concat-then-split (Grain's
 slices name the cut element's length), rebatch, and Grain's `mp_prefetch`
-(write the state of the same pipeline without it, for Grain without it).
+over grainfn's own order (see below).
 
-Any other stage is refused with a message naming it: Grain's `mp_prefetch`,
-whose state splits the position between its workers (its Grain state does not
-determine grainfn's), and rebatch, whose Grain state (`{"parent": ...,
-"batch_idx": r}`) no reader maps yet; so is an interleave state whose
-`future_states` holds states of datasets not opened yet.
+Grain's `mp_prefetch` state is an interleave of its workers' states: it is read
+and written where grainfn's `mp_prefetch` yields Grain's worker order
+(`GrainWorkerOrderStream`). Any other stage is refused with a message naming
+it: Grain's `mp_prefetch` over grainfn's own order, whose state splits the
+position between its workers (its Grain state does not determine grainfn's),
+and rebatch, whose Grain state (`{"parent": ..., "batch_idx": r}`) no reader
+maps yet; so is an interleave state whose `future_states` holds states of
+datasets not opened yet.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from typing import Any
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import PassThroughStream, Stream
+from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.facade.grain_loader_states import dataset_position, reads_loader_records
 from grainfn._src.formats.parquet import ParquetFileStream, ParquetPosition
 from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
@@ -102,12 +106,13 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
         return records.DatasetPosition(dataset_position(stream.dataset, taken))
     if isinstance(stream, PassThroughStream):  # map, filter, batch, seed, prefetch...
         grain_prefetch = isinstance(state, dict) and bool(_GRAIN_PREFETCH_KEYS & state.keys())
-        if isinstance(stream, PrefetchedStream) and grain_prefetch:
+        in_grains_order = isinstance(stream.parents[0], GrainWorkerOrderStream)
+        if isinstance(stream, PrefetchedStream) and grain_prefetch and not in_grains_order:
             raise ValueError(
                 f"Grain's {path} is the state of its mp_prefetch, which splits the position "
                 "between its worker processes; it does not determine grainfn's (whose workers "
-                "never split the data). Restart the data position for this pipeline, or save "
-                "Grain's state from a pipeline without mp_prefetch."
+                "never split the data). Read it in Grain's worker order: "
+                "ds.mp_prefetch(options, grain_worker_order=True) with Grain's worker count."
             )
         (parent,) = stream.parents
         return from_grain(parent, state, path)
@@ -322,6 +327,7 @@ _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
     PackedStream: _packed,
     InterleavedStream: _interleaved,
     InterleavedDatasetsStream: _interleaved,
+    GrainWorkerOrderStream: _interleaved,  # Grain's mp_prefetch state is an interleave's
 }
 """How each stage with a state of its own reads Grain's state of the same stage."""
 
@@ -351,12 +357,15 @@ def to_grain(stream: Stream[Any], record: Any, path: str = "state") -> Any:
         if reads_loader_records(stream.dataset):
             raise _unwritable(stream, "a DataLoader's records (write the DataLoader's state)")
         return {"next_index": record.position}
-    if isinstance(stream, PrefetchedStream):
+    if isinstance(stream, PrefetchedStream) and not isinstance(
+        stream.parent, GrainWorkerOrderStream
+    ):
         raise _unwritable(
             stream,
             "Grain's mp_prefetch state splits the position between its worker processes, each "
-            "over its own slice of the data, where grainfn's is one position; write the state "
-            "of the same pipeline without mp_prefetch, for a Grain pipeline without it",
+            "over its own slice of the data, where grainfn's is one position; read in Grain's "
+            "worker order (mp_prefetch(options, grain_worker_order=True)) to write it, or write "
+            "the state of the same pipeline without mp_prefetch, for Grain without it",
         )
     if isinstance(stream, PassThroughStream):  # map, filter, batch, seed, prefetch...
         (parent,) = stream.parents
@@ -453,6 +462,7 @@ _WRITERS: dict[type, Callable[[Any, Any, str], Any]] = {
     ),
     InterleavedStream: _write_interleaved,
     InterleavedDatasetsStream: _write_interleaved,
+    GrainWorkerOrderStream: _write_interleaved,
 }
 """How each stage with a state of its own writes its record as Grain's state of the stage."""
 

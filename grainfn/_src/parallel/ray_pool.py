@@ -54,6 +54,9 @@ SLOW_FLOOR = 0.5
 CHEAP_BLOCKS = 8
 """Blocks measured before judging whether the work pays for its transfer."""
 
+_JAX_FORK_WARNING = r"os\.fork\(\) was called"
+"""JAX's warning, raised in the parent at every fork once JAX has started its threads."""
+
 _KEPT_PIPELINES = 4  # pipelines an actor keeps loaded (iterators of the job, most recent first)
 
 
@@ -193,7 +196,11 @@ class RayPool:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=self.address, **self.init_options)
+            with warnings.catch_warnings():
+                # Ray starts its local processes by fork and exec: JAX's warning that a fork
+                # of its threads may deadlock does not apply to a child that execs at once.
+                warnings.filterwarnings("ignore", _JAX_FORK_WARNING, RuntimeWarning)
+                ray.init(address=self.address, **self.init_options)
             self.started_ray = True
         self.slots = [_Slot(self._new_actor()) for _ in range(self.num_actors)]
         ray.get([slot.actor.node.remote() for slot in self.slots])  # every actor is up
