@@ -80,9 +80,9 @@ def loader_shard_count(spec: tuple[Any, ...]) -> int:
 
 
 def build_loader(
-    grain: Any, spec: tuple[Any, ...], worker_count: int = 0, source: Any = None
+    grain: Any, spec: tuple[Any, ...], worker_count: int = 0, source: Any = None, **options: Any
 ) -> Any:
-    """The DataLoader of `spec`, built with `grain` (Grain itself or grainfn)."""
+    """The DataLoader of `spec`, built with `grain` (Grain itself or grainfn), and `options`."""
     num_records, _, loader_shard, operations = spec
     sampler = build_sampler(grain, spec)
     shard = None if loader_shard is None else grain.sharding.ShardOptions(*loader_shard)
@@ -92,6 +92,7 @@ def build_loader(
         operations=[make_operation(grain, op) for op in operations],
         worker_count=worker_count,
         shard_options=shard,
+        **options,
     )
 
 

@@ -1,15 +1,17 @@
-"""Grain's worker order (`mp_prefetch(..., grain_worker_order=True)`) against Grain 0.2.18.
+"""Grain's worker order (`grain_worker_order=True`) against Grain 0.2.18.
 
-Grain's `mp_prefetch` output depends on its worker count: each worker runs the
-pipeline over its own slice of the data, and their elements come in turn.
+Grain's `mp_prefetch` and DataLoader outputs depend on their worker count:
+each worker runs the pipeline over its own slice of the data (the DataLoader's
+workers batch and filter their own records), and their elements come in turn.
 With `grain_worker_order=True`, grainfn yields the same elements in the same
-order, for any worker count and buffer size, reads the state Grain's
-`mp_prefetch` wrote, and writes one Grain's `mp_prefetch` reads.
+order, for any worker count and buffer size, reads the states Grain wrote,
+and writes ones Grain reads.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import grain
@@ -21,7 +23,9 @@ from hypothesis import strategies as st
 
 import grainfn
 from grainfn import fn
+from grainfn._src.loader.samplers import shard_length
 
+from loader_specs import assert_same_elements, build_loader, loader_specs
 from pipelines import build_grain_stream, stream_specs
 
 pytestmark = pytest.mark.grain
@@ -135,3 +139,82 @@ def test_grainfn_states_in_grains_order_restore_with_and_without_workers() -> No
     want = list(fn.iterate(stream))
     assert head + list(fn.iterate(stream, state)) == want
     assert sorted(want) == list(range(40))  # every position once
+
+
+def evenly_sharded(spec: tuple[Any, ...]) -> bool:
+    """Whether Grain reads each record of the loader's shard (its uneven shards lose some)."""
+    loader = build_loader(grainfn, spec)
+    sampler = loader._sampler
+    shards = loader.shard_options.shard_count
+    return shard_length(sampler, loader.shard_options) == len(sampler) // shards
+
+
+@settings(max_examples=4, deadline=None)
+@given(loader_specs(), st.integers(2, 3), st.integers(0, 6))
+def test_random_loaders_come_in_grains_worker_order_and_states_cross(
+    spec: tuple[Any, ...], workers: int, taken: int
+) -> None:
+    note(f"spec = {spec!r}")
+    assume(evenly_sharded(spec))
+    assume(not any(op[0] == "flat_map" for op in spec[3]))  # Grain runs those as datasets
+    theirs = iter(build_loader(grain, spec, workers))
+    list(itertools.islice(theirs, taken))
+    state = theirs.get_state()
+    expected = list(itertools.islice(theirs, LIMIT))
+    del theirs  # Grain's DataLoader iterator stops its workers when collected
+    ours = iter(build_loader(grainfn, spec, workers, grain_worker_order=True))
+    head = list(itertools.islice(ours, taken))
+    if len(head) == taken:
+        assert json.loads(ours.grain_state(worker_count=workers)) == json.loads(state)
+    assert_same_elements(list(itertools.islice(ours, LIMIT)), expected)
+    resumed = iter(build_loader(grainfn, spec, workers, grain_worker_order=True))
+    resumed.set_state(state)
+    assert_same_elements(list(itertools.islice(resumed, LIMIT)), expected)
+
+
+def filtered_batches(module: Any, workers: int, **options: Any) -> Any:
+    """A shuffled shard, a filter and batches: Grain's workers filter and batch their own."""
+
+    class NotThree(module.transforms.Filter):
+        def filter(self, x: int) -> bool:
+            return x % 3 != 0
+
+    sampler = module.samplers.IndexSampler(
+        23, module.sharding.ShardOptions(1, 2), shuffle=True, num_epochs=1, seed=3
+    )
+    return module.DataLoader(
+        data_source=list(range(23)),
+        sampler=sampler,
+        operations=[NotThree(), module.transforms.Batch(2)],
+        worker_count=workers,
+        **options,
+    )
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("taken", [0, 1, 2, 4])  # 4: the end
+def test_a_loader_in_grains_worker_order_crosses_states_both_ways(workers: int, taken: int) -> None:
+    theirs = iter(filtered_batches(grain, workers))
+    list(itertools.islice(theirs, taken))
+    state = theirs.get_state()
+    expected = read(theirs)
+    del theirs
+    ours = iter(filtered_batches(grainfn, workers, grain_worker_order=True))
+    list(itertools.islice(ours, taken))
+    assert json.loads(ours.grain_state()) == json.loads(state)  # the loader's worker count
+    assert read(ours) == expected
+    resumed = iter(filtered_batches(grainfn, workers, grain_worker_order=True))
+    resumed.set_state(state)
+    assert read(resumed) == expected
+
+
+def test_a_loader_state_of_another_worker_count_is_refused_saying_which() -> None:
+    theirs = iter(filtered_batches(grain, 3))
+    next(theirs)
+    state = theirs.get_state()
+    del theirs
+    ours = iter(filtered_batches(grainfn, 2, grain_worker_order=True))
+    with pytest.raises(ValueError, match=r"state is of 3 workers.*worker_count=3"):
+        ours.set_state(state)
+    with pytest.raises(ValueError, match=r"cannot be written for 3: pass worker_count=2"):
+        ours.grain_state(worker_count=3)

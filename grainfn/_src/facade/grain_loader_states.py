@@ -34,12 +34,15 @@ from grainfn._src.core import state as records
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
+from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.loader.sampled import SampledDataset
 from grainfn._src.loader.sharding import ShardOptions
 from grainfn._src.stages.batch import BatchedDataset, BatchedStream
 from grainfn._src.stages.filter import FilteredDataset, FilteredStream
+from grainfn._src.stages.interleave import InterleaveSlot, InterleaveState
 from grainfn._src.stages.map import MappedDataset, MappedStream
+from grainfn._src.stages.slice import SlicedDataset
 
 
 def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
@@ -63,7 +66,12 @@ def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
         >>> records_taken(state, ShardOptions(0, 1))  # a complete round of 2 workers
         2
     """
-    workers = _integer(state, "worker_count")
+    last_seen = _last_seen(state, _integer(state, "worker_count"))
+    return 1 + max(_local_record(last, shard, key) for key, last in last_seen.items())
+
+
+def _last_seen(state: dict[str, Any], workers: int) -> dict[str, Any]:
+    """Grain's `last_seen_indices`, checked to name each of the `workers` (one for 0)."""
     last_seen = state.get("last_seen_indices")
     keys = [str(k) for k in range(max(1, workers))]
     if not isinstance(last_seen, dict) or sorted(last_seen) != sorted(keys):
@@ -72,7 +80,7 @@ def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
             f"in 'last_seen_indices', got {records.describe_value(last_seen)}: it is not the "
             f"state of a DataLoader with {workers} workers."
         )
-    return 1 + max(_local_record(last_seen[key], shard, key) for key in keys)
+    return last_seen
 
 
 def _local_record(last: Any, shard: ShardOptions, key: str) -> int:
@@ -100,8 +108,52 @@ def loader_from_grain(stream: Stream[Any], state: dict[str, Any], shard: ShardOp
             order differs from grainfn's (more than one worker and an
             operation other than a map), naming the stage.
     """
+    ordered = _in_worker_order(stream)
+    if ordered is not None:
+        return _ordered_from_grain(ordered, state, shard)
     one_to_one = _integer(state, "worker_count") > 1
     return _at_record(stream, records_taken(state, shard), one_to_one)
+
+
+def _in_worker_order(stream: Any) -> GrainWorkerOrderStream | None:
+    """The loader's `GrainWorkerOrderStream` (under its transparent stages), if it has one."""
+    while not isinstance(stream, GrainWorkerOrderStream):
+        if not stream.transparent:
+            return None
+        (stream,) = stream.parents
+    return stream
+
+
+def _ordered_from_grain(
+    stream: GrainWorkerOrderStream, state: dict[str, Any], shard: ShardOptions
+) -> InterleaveState:
+    """The interleave record of a loader in Grain's worker order, from Grain's state.
+
+    Worker `k` of `n` took the local records `k, k + n, ...`: its last index
+    says how many of its own, and the next worker is the one after
+    `last_worker_index` (the first after a complete round, -1).
+    """
+    workers = stream.count
+    written = _integer(state, "worker_count")
+    if written != workers:
+        raise ValueError(
+            f"Grain's DataLoader state is of {written} workers, but this loader yields Grain's "
+            f"order of {workers}: make it with worker_count={written} to read this state."
+        )
+    last_seen = _last_seen(state, workers)
+    slots = []
+    for k in range(workers):
+        local = _local_record(last_seen[str(k)], shard, str(k))
+        own, off = divmod(local - k, workers)
+        if off:
+            raise ValueError(
+                f"Grain's DataLoader state says worker {k} returned the shard's record {local}, "
+                f"which worker {local % workers} of {workers} reads: it is another loader's state."
+            )
+        record = _at_record(stream.components[k], own + 1, one_to_one=False)
+        slots.append(InterleaveSlot(k, False, record))
+    last_worker = _integer(state, "last_worker_index", least=-1)
+    return InterleaveState((last_worker + 1) % workers, workers, tuple(slots))
 
 
 def loader_to_grain(
@@ -116,8 +168,11 @@ def loader_to_grain(
         ValueError: where Grain's order with that many workers is not
             grainfn's (an operation other than a map), naming the stage.
     """
-    taken = _records_at(stream, record, one_to_one=workers > 1)
     start, count = shard.shard_index, shard.shard_count
+    ordered = _in_worker_order(stream)
+    if ordered is not None:
+        return _ordered_to_grain(ordered, record, start, count, workers)
+    taken = _records_at(stream, record, one_to_one=workers > 1)
     if workers == 0:
         last_seen, last_worker = {"0": start + (taken - 1) * count}, -1
     else:
@@ -132,6 +187,27 @@ def loader_to_grain(
         "version": 2,
         "last_seen_indices": last_seen,
         "last_worker_index": last_worker,
+        "worker_count": workers,
+    }
+
+
+def _ordered_to_grain(
+    stream: GrainWorkerOrderStream, record: InterleaveState, start: int, count: int, workers: int
+) -> dict[str, Any]:
+    """Grain's DataLoader state at the interleave record of a loader in Grain's worker order."""
+    if workers != stream.count:
+        raise ValueError(
+            f"This loader yields the order of Grain's DataLoader with {stream.count} workers; "
+            f"its state cannot be written for {workers}: pass worker_count={stream.count}."
+        )
+    last_seen = {}
+    for slot in record.components:
+        own = _records_at(stream.components[slot.dataset], slot.parent, one_to_one=False)
+        last_seen[str(slot.dataset)] = start + (slot.dataset + workers * (own - 1)) * count
+    return {
+        "version": 2,
+        "last_seen_indices": dict(sorted(last_seen.items(), key=lambda item: int(item[0]))),
+        "last_worker_index": record.slot - 1 if record.slot else -1,
         "worker_count": workers,
     }
 
@@ -160,7 +236,7 @@ def _records_at(stream: Any, record: Any, one_to_one: bool) -> int:
 
 def _records(dataset: Dataset[Any], position: int, one_to_one: bool) -> int:
     """The records of the shard read up to `position` of `dataset` (`_position`'s inverse)."""
-    if isinstance(dataset, SampledDataset):
+    if _records_base(dataset):
         return position
     many = isinstance(dataset, (FilteredDataset, BatchedDataset))
     if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):
@@ -200,17 +276,24 @@ def dataset_position(dataset: Dataset[Any], taken: int) -> int:
     return _position(dataset, taken, one_to_one=False)
 
 
+def _records_base(dataset: Dataset[Any]) -> bool:
+    """Whether `dataset` is a loader's records: the shard's, or a Grain-order worker's slice."""
+    if isinstance(dataset, SlicedDataset):
+        dataset = dataset.parent
+    return isinstance(dataset, SampledDataset)
+
+
 def reads_loader_records(dataset: Dataset[Any]) -> bool:
     """Whether `dataset` is a DataLoader's: its maps, filters and batches over sampled records."""
     stage = dataset
     while isinstance(stage, (MappedDataset, FilteredDataset, BatchedDataset)):
         stage = stage.parent
-    return isinstance(stage, SampledDataset)
+    return _records_base(stage)
 
 
 def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
-    """The position in `dataset` after the first `taken` records of the shard."""
-    if isinstance(dataset, SampledDataset):
+    """The position in `dataset` after the first `taken` records of the shard (or worker)."""
+    if _records_base(dataset):
         return taken
     many = isinstance(dataset, (FilteredDataset, BatchedDataset))
     if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):

@@ -54,6 +54,14 @@ class DataLoader:
         ray_pool: A `grainfn.fn.RayPool` whose Ray actors do the reads and
             per-record operations instead of worker processes (with
             `worker_count=0`); the output and states are the same. Not in Grain.
+        grain_worker_order: Yield Grain's DataLoader order for `worker_count`
+            workers instead of grainfn's own (which never depends on the
+            worker count): worker `w` of `n` takes the records `w, w + n, ...`
+            of the shard through the operations (its own filters and batches)
+            and the workers' elements come in turn. Grain's DataLoader states
+            of that many workers are then read, and `grain_state()` writes
+            them, for any operations. For runs moving between Grain and
+            grainfn mid-epoch. Not in Grain.
 
     Examples:
         >>> import grainfn as grain
@@ -79,6 +87,7 @@ class DataLoader:
         enable_profiling: bool = False,
         worker_timeout: float | None = None,
         ray_pool: Any = None,
+        grain_worker_order: bool = False,
     ) -> None:
         self._data_source = check_source(data_source)
         if not callable(getattr(sampler, "__getitem__", None)):
@@ -100,6 +109,7 @@ class DataLoader:
             worker_timeout=check_worker_timeout(worker_timeout),
         )
         self._ray_pool = check_ray_pool(ray_pool, count)
+        self._grain_worker_order = bool(grain_worker_order)
         self._shard_options = _shard_options(shard_options, sampler)
         self._read_options = read_options or ReadOptions()
         if not isinstance(self._read_options, ReadOptions):
@@ -130,6 +140,7 @@ class DataLoader:
             read_buffer=options.buffer,
             worker_init_fn=worker_init_fn,
             ray_pool=self._ray_pool,
+            grain_worker_order=self._grain_worker_order,
         )
 
     def identity(self) -> dict[str, str]:
@@ -194,14 +205,16 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
         state["worker_count"] = self._loader.multiprocessing_options.num_workers
         return json.dumps(state, indent=2).encode()
 
-    def grain_state(self, worker_count: int = 0) -> bytes:
+    def grain_state(self, worker_count: int | None = None) -> bytes:
         """The position after the last element returned, as Grain's DataLoader writes it.
 
         For going back to Grain mid-run: Grain's DataLoader with the same
         sampler, source and operations, and `worker_count` workers, continues
         from it with the elements this iterator would yield next. With more
         than one Grain worker only maps carry over (each Grain worker batches
-        and filters its own records).
+        and filters its own records), unless this loader yields Grain's worker
+        order. `worker_count` defaults to 0, or to this loader's worker count
+        where it yields Grain's worker order.
 
         Raises:
             ValueError: for a bad `worker_count`, or an operation whose Grain
@@ -221,6 +234,9 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
         """
         from grainfn._src.facade.grain_loader_states import grain_source_name, loader_to_grain
 
+        if worker_count is None:
+            ordered = self._loader._grain_worker_order
+            worker_count = self._loader.multiprocessing_options.num_workers if ordered else 0
         workers = validate.check_nonnegative_int(worker_count, "worker_count")
         core = self._iterator.core
         state = loader_to_grain(core.stream, core.state, self._loader.shard_options, workers)

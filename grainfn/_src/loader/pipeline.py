@@ -21,6 +21,7 @@ from grainfn._src import transforms
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
+from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.loader import legacy
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.pack_and_batch import PackAndBatchOperation
@@ -42,13 +43,17 @@ def loader_stream(
     worker_init_fn: Callable[[int, int], Any] | None = None,
     worker_timeout: float | None = None,
     ray_pool: Any = None,
+    grain_worker_order: bool = False,
 ) -> Stream[Any]:
     """The stream of a DataLoader: shard `shard`'s records through `operations`.
 
     `worker_count`, `worker_buffer_size`, `worker_init_fn` and `worker_timeout`
     are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
     `ray_pool`, a `fn.RayPool` whose actors do the map-level work instead
-    (`fn.ray_prefetch`).
+    (`fn.ray_prefetch`). `grain_worker_order` with workers gives the order of
+    Grain's DataLoader: worker `w` of `n` takes the shard's records `w, w + n,
+    ...` through the operations (its own filters and batches), and the
+    workers' elements come in turn (`GrainWorkerOrderStream`).
 
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
@@ -65,10 +70,20 @@ def loader_stream(
             return data
         return fn.from_dataset(data, threads=read_threads, buffer=read_buffer)
 
-    data: Dataset[Any] | Stream[Any] = sampled(source, sampler, shard)
-    for operation in operations:
-        data = _apply(check_operation(operation), data, to_stream)
-    stream = to_stream(fn.map(record_data, data))
+    def through_operations(data: Dataset[Any] | Stream[Any]) -> Stream[Any]:
+        for operation in operations:
+            data = _apply(check_operation(operation), data, to_stream)
+        return to_stream(fn.map(record_data, data))
+
+    records = sampled(source, sampler, shard)
+    if grain_worker_order and worker_count > 0:
+        workers = tuple(
+            through_operations(fn.slice(slice(w, None, worker_count), records))
+            for w in range(worker_count)
+        )
+        stream: Stream[Any] = GrainWorkerOrderStream(workers, worker_count)
+    else:
+        stream = through_operations(records)
     if check_ray_pool(ray_pool, worker_count) is not None:
         return fn.ray_prefetch(ray_pool, stream)
     if worker_count > 0:
