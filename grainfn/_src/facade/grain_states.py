@@ -27,6 +27,9 @@ continues from it. Each stage reads and writes its part of Grain's nested dict:
 - `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record;
 - `ParquetIterDataset` of one file: `{"row_group": g, "index_within_row_group": r}`,
   the next row (of several files: an interleave of such states);
+- `RebatchIterDataset`: `{"parent": ..., "batch_idx": r}`, the parent's state
+  before the batch being cut and the next row in it (once that batch is used
+  up, `r` is its length: the batch is read once to find the state after it);
 - `ConcatThenSplitIterDataset`: `{"parent_state": ..., "remainder_slices": {feature:
   [start, stop]}, "elements_from_buffer_after_checkpoint": n}`, where the current
   round started (the parent before the element being cut, and the tokens of each
@@ -34,22 +37,21 @@ continues from it. Each stage reads and writes its part of Grain's nested dict:
 - an `IterDataset` subclass with its own `__iter__` (`fn.from_iterable`): the
   state of the user's iterator, as its `get_state()` gave it.
 
-Written states equal Grain's at the same position, except three positions
-Grain names otherwise (both continue alike): after an element's last
-`flat_map` output or a window's last element, Grain names the one that
-ended, grainfn the next; after a repeat's last epoch Grain keeps the parent
-at its end, grainfn at its start. Not written: concat-then-split (Grain's
-slices name the cut element's length), rebatch, and Grain's `mp_prefetch`
-over grainfn's own order (see below).
+Written states equal Grain's at the same position, except where Grain names
+it otherwise (both continue alike): just after an element's last `flat_map`
+output, a window's last element or a rebatch's parent batch, Grain names the
+one that ended, grainfn the next; after a repeat's last epoch Grain keeps the
+parent at its end, grainfn at its start. Not written: concat-then-split (Grain's
+slices name the cut element's length) and Grain's `mp_prefetch` over
+grainfn's own order (see below).
 
 Grain's `mp_prefetch` state is an interleave of its workers' states: it is read
 and written where grainfn's `mp_prefetch` yields Grain's worker order
 (`GrainWorkerOrderStream`). Any other stage is refused with a message naming
 it: Grain's `mp_prefetch` over grainfn's own order, whose state splits the
-position between its workers (its Grain state does not determine grainfn's),
-and rebatch, whose Grain state (`{"parent": ..., "batch_idx": r}`) no reader
-maps yet; so is an interleave state whose `future_states` holds states of
-datasets not opened yet.
+position between its workers (its Grain state does not determine grainfn's);
+so is an interleave state whose `future_states` holds states of datasets not
+opened yet.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from grainfn._src.stages.limit import LimitedStream, LimitState
 from grainfn._src.stages.map import CountState, IndexMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
 from grainfn._src.stages.random_map import RandomMappedStream
+from grainfn._src.stages.rebatch import RebatchedStream, RebatchState, batch_rows
 from grainfn._src.stages.repeat import RepeatedStream, RepeatState
 from grainfn._src.stages.window_shuffle import WindowShuffledStream, WindowShuffleState
 from grainfn._src.stages.zip import ZippedStream, ZipState
@@ -123,7 +126,7 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
             "its Grain state does not determine grainfn's. Grain states are read for "
             "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix, limit, "
             "repeat, zip, window shuffle, flat_map, first-fit and best-fit packing, "
-            "concat-then-split, interleave, TFRecordIterDataset, ParquetIterDataset, a "
+            "concat-then-split, interleave, rebatch, TFRecordIterDataset, ParquetIterDataset, a "
             "user's own iterator and the prefetch stages; "
             "restart the data position for this pipeline."
         )
@@ -257,6 +260,28 @@ def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
     return InterleaveState(slot, _count(state, "next_index_in_datasets", path), slots)
 
 
+def _rebatched(stream: RebatchedStream, state: Any, path: str) -> RebatchState:
+    # Grain names the parent's state before the batch being cut and the next row in it; once
+    # that batch is used up, the row is its length: grainfn names the state after it, row 0.
+    parent, row = _parent(stream, state, path), _count(state, "batch_idx", path)
+    if not row:
+        return RebatchState(0, parent)
+    stream.parent.check_state(parent, f"{path}.parent")
+    cursor = stream.parent.open(parent)
+    try:
+        batch = next(iter(cursor.next_many(1)), None)
+        after = cursor.state()
+    finally:
+        cursor.close()
+    rows = -1 if batch is None else batch_rows(batch)
+    if row > rows:
+        raise ValueError(
+            f"Grain's {path}.batch_idx is {row}, but the parent's batch there has "
+            f"{max(rows, 0)} rows: it is the state of another pipeline, or the data changed."
+        )
+    return RebatchState(0, after) if row == rows else RebatchState(row, parent)
+
+
 def _tfrecord(stream: TFRecordStream, state: Any, path: str) -> TFRecordPosition:
     return TFRecordPosition(_count(state, "reader_offset", path))
 
@@ -328,6 +353,7 @@ _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
     InterleavedStream: _interleaved,
     InterleavedDatasetsStream: _interleaved,
     GrainWorkerOrderStream: _interleaved,  # Grain's mp_prefetch state is an interleave's
+    RebatchedStream: _rebatched,
 }
 """How each stage with a state of its own reads Grain's state of the same stage."""
 
@@ -381,8 +407,8 @@ def _unwritable(stream: Stream[Any], why: str) -> ValueError:
         f"grainfn cannot write Grain's state for the stage {stream.describe_stage()!r}: {why}. "
         "Grain states are written for to_iter_dataset, map, filter, batch, random_map, "
         "map_with_index, mix, limit, repeat, zip, window shuffle, flat_map, first-fit and "
-        "best-fit packing, interleave, TFRecordIterDataset, ParquetIterDataset, a user's own "
-        "iterator and thread prefetch."
+        "best-fit packing, interleave, rebatch, TFRecordIterDataset, ParquetIterDataset, a "
+        "user's own iterator and thread prefetch."
     )
 
 
@@ -463,6 +489,9 @@ _WRITERS: dict[type, Callable[[Any, Any, str], Any]] = {
     InterleavedStream: _write_interleaved,
     InterleavedDatasetsStream: _write_interleaved,
     GrainWorkerOrderStream: _write_interleaved,
+    RebatchedStream: lambda stream, record, path: _write_parent(
+        stream, record, path, batch_idx=record.offset
+    ),
 }
 """How each stage with a state of its own writes its record as Grain's state of the stage."""
 
