@@ -204,6 +204,47 @@ def test_not_adaptive_leaves_every_block_to_the_executor() -> None:
     assert got == list(range(5_000)) and executor.read == got and not executor.fallbacks
 
 
+class InterruptedExecutor(ScriptedExecutor):
+    """Ctrl-C lands in every third `submit`: before its call was made, or after."""
+
+    def __init__(self, clock: Clock, after_the_call: bool) -> None:
+        super().__init__(clock, lambda x: 1e-3)
+        self.after_the_call, self.calls = after_the_call, 0
+
+    def submit(self, first: int, stop: int) -> ScriptedTask:
+        self.calls += 1
+        if self.calls % 3 and not self.after_the_call:
+            return super().submit(first, stop)
+        task = super().submit(first, stop) if self.after_the_call else None
+        if self.calls % 3 == 0:
+            raise KeyboardInterrupt
+        assert task is not None
+        return task
+
+
+@pytest.mark.parametrize("after_the_call", [False, True])
+def test_an_interrupt_while_blocks_are_sent_or_handed_out_loses_and_repeats_nothing(
+    after_the_call: bool,
+) -> None:
+    clock = Clock()
+    executor = InterruptedExecutor(clock, after_the_call)
+    reader = BlockReader(fn.range(3_000), 0, executor=executor, adaptive=False, clock=clock)
+    got: list[int] = []
+    interrupts = 0
+    while True:
+        try:
+            first, block = reader.read()
+        except KeyboardInterrupt:
+            interrupts += 1
+            continue
+        except StopIteration:
+            break
+        assert first == len(got)
+        got += block
+    assert got == list(range(3_000))
+    assert interrupts >= 10
+
+
 # ---------------------------------------------------------------------------
 # Real worker processes.
 

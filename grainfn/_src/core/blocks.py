@@ -267,6 +267,7 @@ class BlockReader:
         self.sizer = BlockSizer(clock=clock)
         self.waiting_blocks = 0
         self.error: Exception | None = None  # raised by the next read
+        self.ready: tuple[int, list[Any]] | None = None  # a block read, not handed out yet
         self.executor = executor
         self.owned = False  # whether the reader made its executor (threads): closed when idle
         self.adaptive = adaptive
@@ -274,7 +275,6 @@ class BlockReader:
         self.reads_ahead = False  # whether threads, processes or actors read ahead now
         self.draining = False  # the executor lost: its blocks in flight are taken, no more sent
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
-        self.ahead = 0  # positions handed to the executor and not yet returned
         self.task_size = 1
         self.own_costs: collections.deque[float] = collections.deque(maxlen=8)
         # The executor's trial (see the module).
@@ -299,6 +299,11 @@ class BlockReader:
         self.fallbacks = 0  # how many times the work came back to the consumer
 
     @property
+    def ahead(self) -> int:
+        """Positions handed to the executor and not yet returned."""
+        return sum(stop - first for first, stop, _ in self.pending)
+
+    @property
     def own_cost(self) -> float:
         """Seconds per element reading in the calling thread: the least of the last blocks.
 
@@ -314,6 +319,9 @@ class BlockReader:
             at_least: Positions the caller needs now; read in the calling
                 thread, the block is at least that long (up to the block limit).
         """
+        if self.ready is not None:
+            taken, self.ready = self.ready, None
+            return taken
         if self.error is not None:
             failure, self.error = self.error, None
             raise failure
@@ -373,9 +381,12 @@ class BlockReader:
         ):
             first = self.position
             stop = min(self.length, first + self.task_size)
-            self.pending.append((first, stop, executor.submit(first, stop)))
-            self.ahead += stop - first
-            self.position = stop
+            try:
+                self.pending.append((first, stop, executor.submit(first, stop)))
+                self.position = stop
+            except BaseException:  # Ctrl-C between the steps: the blocks in flight say where
+                self.position = self.pending[-1][1] if self.pending else first
+                raise
 
     def _collect(self) -> tuple[int, list[Any]]:
         if not self.draining:
@@ -383,15 +394,25 @@ class BlockReader:
         if not self.pending:
             self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
-        first, stop, task = self.pending.popleft()
+        first, stop, task = self.pending[0]
         started = self.clock()
         try:
             block, error, seconds = task.result()
         except BaseException as failure:  # the executor failed (Ctrl-C while waiting, say)
-            self._after_failure(first, isinstance(failure, Exception))  # the block is kept
+            self._after_failure(first, isinstance(failure, Exception))  # the block is read again
             raise
-        waited = self.clock() - started
-        self.ahead -= stop - first
+        self.pending.popleft()
+        try:
+            return self._taken(first, stop, block, error, seconds, self.clock() - started)
+        except BaseException:  # Ctrl-C before the block was handed out: the next read has it
+            if error is None:
+                self.ready = (first, block)
+            raise
+
+    def _taken(
+        self, first: int, stop: int, block: list[Any], error: Any, seconds: float, waited: float
+    ) -> tuple[int, list[Any]]:
+        """Hands out a block the executor read, judging it, and keeps the executor busy."""
         if error is not None:
             self._after_failure(first + len(block), True)
             return self._fail(first, block, error)
@@ -549,7 +570,6 @@ class BlockReader:
         for _, _, task in self.pending:
             task.cancel()
         self.pending.clear()
-        self.ahead = 0
 
 
 class ThreadExecutor:
