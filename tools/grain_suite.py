@@ -916,6 +916,25 @@ class FileRun:
     timed_out: bool = False
 
 
+def _finder_at_startup(folder: str) -> str:
+    """A folder whose `sitecustomize` installs the finder in every Python process started.
+
+    grainfn's worker processes never run the main module (this file), so they
+    install the finder at startup instead: the fork server they come from is
+    a new interpreter, which imports `sitecustomize` from the PYTHONPATH.
+    """
+    site = os.path.join(folder, "site")
+    os.mkdir(site)
+    with open(os.path.join(site, "sitecustomize.py"), "w") as file:
+        file.write(
+            "import os, sys\n"
+            f"if os.environ.get({TARGET_ENV!r}):\n"
+            f"    sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+            "    import grain_suite  # installs the finder\n"
+        )
+    return site
+
+
 def run_file(mode: str, rel: str, timeout: float, test_timeout: float) -> FileRun:
     """Runs one test file in one mode in a fresh subprocess and reads its results."""
     with tempfile.TemporaryDirectory(prefix=f"grain_suite_{mode}_") as tmp:
@@ -923,9 +942,11 @@ def run_file(mode: str, rel: str, timeout: float, test_timeout: float) -> FileRu
         work = os.path.join(tmp, "work")
         os.mkdir(work)
         env = dict(os.environ, TEST_TMPDIR=work, JAX_PLATFORMS="cpu", PYTHONUNBUFFERED="1")
+        paths = [str(REPO), env.get("PYTHONPATH", "")]
         if mode == "grainfn":
             env[TARGET_ENV] = str(_grain_src() / rel)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(":")
+            paths.insert(0, _finder_at_startup(tmp))
+        env["PYTHONPATH"] = os.pathsep.join(paths).rstrip(":")
         args = [sys.executable, str(Path(__file__).resolve()), "--child", mode, rel, out_path]
         args += ["--test-timeout", str(test_timeout)]
         started = time.perf_counter()
