@@ -21,7 +21,6 @@ from grainfn._src import transforms
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset, upstream_holes
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.loader import legacy
 from grainfn._src.loader import operations as ops
 from grainfn._src.loader.pack_and_batch import PackAndBatchOperation
@@ -77,6 +76,9 @@ def loader_stream(
 
     records = sampled(source, sampler, shard)
     if grain_worker_order and worker_count > 0:
+        # Imported here: logical shards are for runs moving between Grain and grainfn.
+        from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
+
         workers = tuple(
             through_operations(fn.slice(slice(w, None, worker_count), records))
             for w in range(worker_count)
