@@ -15,7 +15,7 @@ import grainfn as grain
 import grainfn.checkpoint
 from grainfn._src.checkpoint import files
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 # Saves step 1 (iterator after 5 batches, small model), then starts saving step 2
 # (iterator after 10 batches, a 64 MB model). The iterator is the first item, so

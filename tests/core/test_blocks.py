@@ -19,7 +19,7 @@ from grainfn._src.core.blocks import (
     threads_keep_up,
 )
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 
 class SleepySource:

@@ -25,7 +25,7 @@ from grainfn import fn
 from grainfn._src.core.blocks import MAX_TASK, BlockReader, Fallback, Result
 
 from faults.faulty import Fault
-from leaks import assert_nothing_left
+from support.leaks import assert_nothing_left
 
 # ---------------------------------------------------------------------------
 # The policy on a clock the test moves.

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 import grainfn
 from grainfn._src.loader.samplers import shard_length
 
-from loader_specs import (
+from support.loader_specs import (
     assert_same_elements,
     build_loader,
     build_sampler,

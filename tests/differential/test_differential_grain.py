@@ -17,8 +17,8 @@ from hypothesis import given, note, settings
 
 from grainfn._src.stages.batch import BatchedDataset
 
-from grain_shuffle import grain_shuffle_is_not_a_permutation
-from pipelines import build_dataset, build_grain, dataset_specs
+from support.grain_shuffle import grain_shuffle_is_not_a_permutation
+from support.pipelines import build_dataset, build_grain, dataset_specs
 
 pytestmark = pytest.mark.grain
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 import grainfn
 from grainfn.testing import assert_elements_equal
 
-from grain_shuffle import grain_shuffle_is_not_a_permutation
-from pipelines import build_dataset, build_grain, dataset_specs
+from support.grain_shuffle import grain_shuffle_is_not_a_permutation
+from support.pipelines import build_dataset, build_grain, dataset_specs
 
 pytestmark = pytest.mark.grain
 

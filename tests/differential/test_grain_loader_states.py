@@ -26,7 +26,7 @@ import grainfn
 import grainfn.checkpoint
 from grainfn._src.loader.samplers import shard_length
 
-from loader_specs import (
+from support.loader_specs import (
     assert_same_elements,
     build_loader,
     build_sampler,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import grainfn
 
-from grain_shuffle import grain_is_broken
+from support.grain_shuffle import grain_is_broken
 
 pytestmark = pytest.mark.grain
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from grainfn import fn
 from grainfn._src.facade.grain_states import to_grain
 
-from pipelines import build_grain_stream, build_stream, stream_specs
+from support.pipelines import build_grain_stream, build_stream, stream_specs
 
 pytestmark = pytest.mark.grain
 

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 import grainfn
 from grainfn.testing import assert_elements_equal
 
-from pipelines import build_grain_stream, stream_specs
-from waiting import wait_until
+from support.pipelines import build_grain_stream, stream_specs
+from support.waiting import wait_until
 
 pytestmark = pytest.mark.grain
 

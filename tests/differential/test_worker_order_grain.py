@@ -25,8 +25,8 @@ import grainfn
 from grainfn import fn
 from grainfn._src.loader.samplers import shard_length
 
-from loader_specs import assert_same_elements, build_loader, loader_specs
-from pipelines import build_grain_stream, stream_specs
+from support.loader_specs import assert_same_elements, build_loader, loader_specs
+from support.pipelines import build_grain_stream, stream_specs
 
 pytestmark = pytest.mark.grain
 

@@ -1,7 +1,7 @@
 """The Grain API is a thin wrapper: for every pipeline it builds the core value `grainfn.fn` builds.
 
 Random pipeline specs are built twice, with the Grain-API builders of
-`tests/pipelines.py` given `grainfn` as the Grain module, and with the core
+`tests/support/pipelines.py` given `grainfn` as the Grain module, and with the core
 builders. The facade's `.core` must equal the core value (records compare
 structurally), so everything proven about the core (including the differential
 tests against Grain) holds for the facade. Reading through the facade
@@ -28,7 +28,7 @@ from grainfn._src.facade.datasets import IterDataset, MapDataset
 from grainfn._src.stages.batch import BatchedDataset, BatchedStream
 from grainfn.testing import assert_elements_equal
 
-from pipelines import (
+from support.pipelines import (
     build_dataset,
     build_grain,
     build_grain_stream,

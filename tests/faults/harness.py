@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from waiting import GENEROUS
+from support.waiting import GENEROUS
 
 
 @dataclasses.dataclass

@@ -34,7 +34,7 @@ from grainfn._src.checkpoint import background, file_io, files
 from grainfn.experimental import TFRecordIterDataset
 from grainfn.sources import ArrayRecordDataSource, write_array_records
 
-from waiting import GENEROUS
+from support.waiting import GENEROUS
 
 ONE = (0, 1)
 STATE_FILE = "process_0-of-1.json"

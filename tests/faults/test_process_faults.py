@@ -31,8 +31,8 @@ from grainfn.testing import assert_elements_equal
 
 from faults.faulty import Fault, FaultError
 from faults.harness import payload, read_through, reference_states
-from leaks import assert_nothing_left, memory_files_anywhere, segments, workers
-from waiting import inside_a_call_from, wait_until
+from support.leaks import assert_nothing_left, memory_files_anywhere, segments, workers
+from support.waiting import inside_a_call_from, wait_until
 
 MIB = 1 << 20
 TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)

@@ -23,7 +23,7 @@ from grainfn._src.parallel.prefetch import with_leaves
 from grainfn.testing import assert_elements_equal
 
 from faults.faulty import FaultError
-from pipelines import build_stream, stream_specs
+from support.pipelines import build_stream, stream_specs
 
 LIMIT = 200
 

@@ -25,8 +25,8 @@ from grainfn import fn
 from grainfn._src.core.iterator import ConcurrentReadError
 
 from faults.harness import reference_states
-from leaks import assert_nothing_left
-from waiting import GENEROUS, wait_until
+from support.leaks import assert_nothing_left
+from support.waiting import GENEROUS, wait_until
 
 N = 3000
 

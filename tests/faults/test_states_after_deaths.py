@@ -24,8 +24,8 @@ from grainfn.testing import assert_elements_equal
 from faults.faulty import Fault
 from faults.harness import payload
 from faults.test_worker_faults import AT, PIPELINES, N, NotMultipleOf5, fault_free
-from leaks import assert_nothing_left, workers
-from waiting import wait_until
+from support.leaks import assert_nothing_left, workers
+from support.waiting import wait_until
 
 BATCHED = ["mp_prefetch+filter+batch", "DataLoader+filter+batch"]
 """Pipelines whose stream stages (filter, batch) run above the workers: a failed read

@@ -21,8 +21,8 @@ import pytest
 import grainfn as grain
 from grainfn import fn
 
-from leaks import assert_nothing_left
-from waiting import no_hang
+from support.leaks import assert_nothing_left
+from support.waiting import no_hang
 
 N = 20
 AT = 5

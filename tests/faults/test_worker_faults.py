@@ -28,7 +28,7 @@ from grainfn.testing import assert_elements_equal
 
 from faults.faulty import HOWS, Fault, FaultError
 from faults.harness import payload, read_through, reference_states
-from leaks import assert_nothing_left, workers
+from support.leaks import assert_nothing_left, workers
 
 N = 300
 AT = 57

@@ -28,8 +28,8 @@ from grainfn import fn
 from grainfn._src.parallel.processes import WorkerError
 
 from faults.harness import payload, read_through, reference_states
-from leaks import assert_nothing_left, workers
-from waiting import no_hang, wait_until
+from support.leaks import assert_nothing_left, workers
+from support.waiting import no_hang, wait_until
 
 N = 300
 AT = 57

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from grainfn._src.index import shuffle as shuffle_module
 from grainfn._src.index.shuffle import permute_index, shuffle_index, shuffle_indices
 
-from grain_shuffle import grain_block_bits, grain_is_broken
+from support.grain_shuffle import grain_block_bits, grain_is_broken
 
 SEEDS = [0, 1, 12345, 2**31, 2**32 - 1]
 LENGTHS = [

@@ -21,9 +21,9 @@ import grainfn as grain
 import grainfn.python
 from grainfn._src.parallel.processes import WorkerError
 
-from leaks import assert_nothing_left
-from loader_specs import OFFSET, assert_same_elements, build_loader, loader_specs
-from waiting import no_hang
+from support.leaks import assert_nothing_left
+from support.loader_specs import OFFSET, assert_same_elements, build_loader, loader_specs
+from support.waiting import no_hang
 
 
 def read(iterator: Any, limit: int | None = None) -> list[Any]:

@@ -23,7 +23,7 @@ from grainfn._src.packing import PackState, best_fit_pack, first_fit_pack
 from grainfn._src.packing.arrays import Memory
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from facade_resuming import assert_get_state_resumes, assert_same_under_workers
+from support.facade_resuming import assert_get_state_resumes, assert_same_under_workers
 
 LENGTHS = {"inputs": 12, "targets": 10}
 

@@ -29,7 +29,7 @@ from grainfn._src.packing.spec import pack_spec
 from grainfn._src.packing.trees import leaf_paths, rebuild
 from grainfn.testing import assert_resumable
 
-from facade_resuming import assert_get_state_resumes, assert_same_under_workers
+from support.facade_resuming import assert_get_state_resumes, assert_same_under_workers
 
 pytestmark = pytest.mark.grain
 

@@ -23,7 +23,7 @@ import pytest
 from grainfn import fn
 from grainfn._src.parallel.fork_server import PRELOAD, preparation_data, start_context
 
-from leaks import assert_nothing_left
+from support.leaks import assert_nothing_left
 
 # Module-level code with side effects: it appends a line to the marker file and
 # binds the port given as the first argument (a second run, anywhere, fails).

@@ -24,9 +24,9 @@ from grainfn._src.parallel.processes import WorkerError
 from grainfn._src.parallel.transfer import INLINE_BYTES, decode, encode
 from grainfn.testing import assert_elements_equal
 
-from leaks import assert_nothing_left, open_memory_files, segments, workers
-from pipelines import build_stream, stream_specs
-from waiting import no_hang
+from support.leaks import assert_nothing_left, open_memory_files, segments, workers
+from support.pipelines import build_stream, stream_specs
+from support.waiting import no_hang
 
 
 def read(stream: Any, state: Any = None, limit: int = 80) -> list[Any]:

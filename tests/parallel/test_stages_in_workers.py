@@ -18,7 +18,7 @@ from grainfn.experimental import (
 )
 from grainfn.testing import assert_deterministic
 
-from facade_resuming import assert_same_under_workers
+from support.facade_resuming import assert_same_under_workers
 
 
 def square(x: int) -> np.ndarray:

@@ -16,7 +16,7 @@ from grainfn._src.stages.interleave import InterleavedDatasetsStream, Interleave
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from facade_resuming import assert_get_state_resumes
+from support.facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

@@ -22,7 +22,7 @@ import grainfn
 from grainfn import fn
 from grainfn._src.stages.iterable import IterablePosition, IterableState, keeps_own_state
 
-from waiting import wait_until
+from support.waiting import wait_until
 
 
 def prefetch_threads() -> list[threading.Thread]:

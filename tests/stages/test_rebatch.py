@@ -15,7 +15,7 @@ from grainfn import fn
 from grainfn.experimental import RebatchIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from facade_resuming import assert_get_state_resumes
+from support.facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

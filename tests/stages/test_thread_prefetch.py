@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from grainfn import fn, testing
 from grainfn._src.core.stream import BaseCursor, PassThroughStream
 
-from waiting import GENEROUS, wait_until
+from support.waiting import GENEROUS, wait_until
 
 
 def prefetch_threads() -> list[threading.Thread]:

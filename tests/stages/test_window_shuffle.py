@@ -15,7 +15,7 @@ from grainfn._src.stages.window_shuffle import window_order
 from grainfn.experimental import WindowShuffleIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from facade_resuming import assert_get_state_resumes
+from support.facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

@@ -15,7 +15,7 @@ from grainfn._src.stages.zip import zip_indices
 from grainfn.experimental import ZipIterDataset, ZipMapDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from facade_resuming import assert_get_state_resumes
+from support.facade_resuming import assert_get_state_resumes
 
 pytestmark = pytest.mark.grain
 

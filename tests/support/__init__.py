@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: pipelines, specs, waits and leak checks."""
