@@ -1,4 +1,11 @@
-"""What the combinators accept: datasets or streams, sequences of them, and op seeds."""
+"""What the combinators accept: datasets or streams, sequences of them, and op seeds.
+
+A map-level combinator takes its data through `as_dataset`, and a stream
+combinator through `as_stream`, which reads a dataset as `fn.from_dataset(ds)`
+does: `fn.limit(2, fn.range(5))` is `fn.limit(2, fn.from_dataset(fn.range(5)))`.
+Both are defined in `grainfn._src.core.reading`, next to `from_dataset`, and
+listed here with the other argument checks.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ from typing import Any
 
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.reading import as_dataset as as_dataset
+from grainfn._src.core.reading import as_stream as as_stream
 from grainfn._src.core.stream import Stream
 from grainfn._src.index.seeds import derive_seed
 
@@ -30,31 +39,6 @@ def op_seed(
             "fn.seed(s, ds) (ds.seed(s) in the Grain API) to seed every random stage below it."
         )
     return derived
-
-
-def as_dataset(ds: Any, what: str) -> Dataset[Any]:
-    """`ds` if it is a Dataset; a clear error for a stream or anything else."""
-    if isinstance(ds, Stream):
-        raise TypeError(
-            f"{what} needs random access, which a stream does not have: apply it to the "
-            "dataset before fn.from_dataset."
-        )
-    if not isinstance(ds, Dataset):
-        raise TypeError(
-            f"{what} expects a grainfn Dataset or Stream as its last argument, got {ds!r} of "
-            f"type {type(ds).__name__}. Build one with fn.range or fn.source."
-        )
-    return ds
-
-
-def as_stream(stream: Any, what: str) -> Stream[Any]:
-    """`stream` if it is a Stream; a clear error otherwise."""
-    if not isinstance(stream, Stream):
-        raise TypeError(
-            f"{what} expects a grainfn Stream as its last argument, got {type(stream).__name__}; "
-            "make one with fn.from_dataset(ds)."
-        )
-    return stream
 
 
 def as_components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ...]:

@@ -1,4 +1,9 @@
-"""Reading datasets and streams: in-order iteration, stepping, and state conversion."""
+"""Reading datasets and streams: in-order iteration, stepping, and state conversion.
+
+Also what an argument reads as: `as_dataset` and `as_stream`, the one check
+every combinator makes of its data (`grainfn._src.core.arguments` lists them
+with the other argument checks).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,6 @@ import toolz
 
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
-from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.blocks import BlockReader, BlockSizer
 from grainfn._src.core.dataset import INFINITE, Dataset, read_many, upstream_holes
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
@@ -287,14 +291,86 @@ def iterate(data: Stream[T] | Dataset[T] | HostTwin[T], state: Any = None) -> St
     return StreamIterator(as_stream(data, "iterate"), state)
 
 
+def as_dataset(ds: Any, what: str) -> Dataset[Any]:
+    """`ds` if it is a Dataset; a clear error for a stream or anything else.
+
+    Args:
+        ds: The value a map-level combinator was given.
+        what: The combinator's name, for the error.
+
+    Returns:
+        `ds` itself.
+
+    Raises:
+        TypeError: for a stream (it has no random access) or any other value,
+            naming `what` and the value's type.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> as_dataset(fn.range(3), "shuffle")
+        range(0, 3, 1)  [length 3]
+        >>> as_dataset(fn.from_dataset(fn.range(3)), "shuffle")
+        Traceback (most recent call last):
+        ...
+        TypeError: shuffle needs random access, which a stream does not have: ...
+        >>> as_dataset([1, 2], "shuffle")
+        Traceback (most recent call last):
+        ...
+        TypeError: shuffle expects a grainfn Dataset or Stream as its last argument, got [1, 2] ...
+    """
+    if isinstance(ds, Stream):
+        raise TypeError(
+            f"{what} needs random access, which a stream does not have: apply it to the "
+            "dataset before fn.from_dataset."
+        )
+    if not isinstance(ds, Dataset):
+        raise TypeError(
+            f"{what} expects a grainfn Dataset or Stream as its last argument, got "
+            f"{validate.short_repr(ds)} of type {type(ds).__name__}. Build one with fn.range "
+            "or fn.source."
+        )
+    return ds
+
+
 def as_stream(data: Stream[T] | Dataset[T] | HostTwin[T], what: str) -> Stream[T]:
-    """`data` as a stream: a dataset is read with `from_dataset`, a `to_jax` value as its twin."""
+    """`data` as a stream: every combinator that reads a stream takes its data through this.
+
+    A stream is taken as it is, a dataset is read in order as
+    `from_dataset(data)` reads it, and a `to_jax` value as its host stream.
+
+    Args:
+        data: The value a stream combinator was given.
+        what: The combinator's name, for the error.
+
+    Returns:
+        The stream `data` reads as.
+
+    Raises:
+        TypeError: for any other value, naming `what`, the value, its type and
+            what is allowed.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> as_stream(fn.range(3), "limit")
+        from_dataset()
+          range(0, 3, 1)  [length 3]
+        >>> stream = fn.from_dataset(fn.range(3))
+        >>> as_stream(stream, "limit") is stream
+        True
+        >>> as_stream([1, 2], "limit")
+        Traceback (most recent call last):
+        ...
+        TypeError: limit needs a grainfn Stream or Dataset, got [1, 2] of type list. ...
+    """
+    if isinstance(data, Stream):
+        return data
     if isinstance(data, Dataset):
-        return FromDatasetStream(data)
+        return from_dataset(data)
     if isinstance(data, HostTwin):
         return data.stream
-    if not isinstance(data, Stream):
-        raise TypeError(
-            f"{what} needs a grainfn Stream or Dataset, got {data!r} of type {type(data).__name__}."
-        )
-    return data
+    raise TypeError(
+        f"{what} needs a grainfn Stream or Dataset, got {validate.short_repr(data)} of type "
+        f"{type(data).__name__}. It takes a Stream, a Dataset (read as fn.from_dataset(ds) "
+        "reads it) or a to_jax value (read as its host stream); build one with fn.range, "
+        "fn.source or fn.from_iterable."
+    )
