@@ -15,7 +15,8 @@ demo
 
 bench
     Runs the benchmark suites of a source checkout (the `benchmarks` package
-    next to `grainfn`, not installed with it), each in its own process, with a
+    next to `grainfn`, not installed with it: run the command from the root of
+    the checkout, where `python -m` finds it), each in its own process, with a
     progress bar per suite on stderr; then prints one table (a line per
     benchmark: grainfn's figure, Grain's time / grainfn's, grainfn's time / the
     hand-written loop's, the status of its targets) and a summary ("N of M
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 "python -m grainfn bench: the benchmark suites were not found. They live in "
                 "the `benchmarks` directory of a source checkout of grainfn and are not "
-                "installed with it: run the command from the root of a source checkout.",
+                "installed with it: run the command from the root of a source checkout, as "
+                "`python -m grainfn bench` (or `python -m benchmarks.run`), where Python "
+                "imports them from the current directory.",
                 file=sys.stderr,
             )
             return 2
@@ -104,22 +107,37 @@ def _section(command: str) -> str:
 
 
 def source_roots() -> list[Path]:
-    """Where `bench` looks for the `benchmarks` package, in order.
+    """The folders `import benchmarks` looks in: the entries of `sys.path`, in order.
 
-    The current directory, then the directory holding the `grainfn` package
-    (a source checkout, or an editable install).
+    Under `python -m grainfn`, the first is the current directory: from the
+    root of a source checkout, its `benchmarks` package is importable. Nothing
+    is added to `sys.path`.
+
+    Examples:
+        >>> all(root.is_absolute() for root in source_roots())
+        True
     """
-    return [Path.cwd(), Path(__file__).resolve().parents[1]]
+    return [Path(entry or ".").resolve() for entry in sys.path]
 
 
 def benchmark_runner() -> ModuleType | None:
-    """The `benchmarks.run` module of a source checkout, or None where there is none."""
-    for root in source_roots():
-        if (root / "benchmarks" / "run.py").is_file():
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            return importlib.import_module("benchmarks.run")
-    return None
+    """The `benchmarks.run` module of the source checkout `import` finds, or None if none.
+
+    It is imported as any module is, from `sys.path` (see `source_roots`).
+
+    Examples:
+        >>> runner = benchmark_runner()  # from the root of a checkout: its benchmarks.run
+        >>> runner is None or runner.__name__ == "benchmarks.run"
+        True
+    """
+    if not any((root / "benchmarks" / "run.py").is_file() for root in source_roots()):
+        return None
+    try:
+        return importlib.import_module("benchmarks.run")
+    except ModuleNotFoundError as error:  # another `benchmarks` package comes first
+        if error.name in ("benchmarks", "benchmarks.run"):
+            return None
+        raise
 
 
 if __name__ == "__main__":
