@@ -116,29 +116,6 @@ def test_foreign_states_are_refused_naming_what_differs() -> None:
         fn.state_from_dict(numbers(), mistyped)
 
 
-def test_stream_combinator_semantics() -> None:
-    assert list(fn.iterate(fn.limit(3, numbers()))) == [0, 1, 2]
-    assert list(fn.iterate(fn.repeat(2, numbers(3)))) == [0, 1, 2, 0, 1, 2]
-    assert list(fn.iterate(fn.map_with_index(lambda i, x: i * 100 + x, numbers(3)))) == [
-        0,
-        101,
-        202,
-    ]
-    # Grain's stop rule: a stream mix stops as soon as the component due is exhausted.
-    assert list(fn.iterate(fn.mix([numbers(2), fn.from_dataset(fn.range(10, 20))]))) == [
-        0,
-        10,
-        1,
-        11,
-    ]
-    with pytest.raises(TypeError, match="needs random access"):
-        fn.shuffle(numbers(), seed=0)
-    with pytest.raises(ValueError, match="count must be a positive integer, got 0"):
-        fn.limit(0, numbers())
-    with pytest.raises(ValueError, match="weights must name the same components"):
-        fn.mix({"a": numbers()}, {"b": 1.0})
-
-
 @settings(max_examples=60)
 @given(testing.streams())
 def test_every_random_stream_is_resumable(stream: fn.Stream) -> None:

@@ -1,7 +1,8 @@
-"""A stream filter read in blocks (`next_many`) is the same filter read one element at a time.
+"""filter: holes in datasets, dropped elements in streams; blocks read as single elements.
 
-Elements, states after each read, errors and the filter check's windows must
-not depend on how many elements a consumer asks for at once.
+A stream filter read in blocks (`next_many`) is the same filter read one element
+at a time: elements, states after each read, errors and the filter check's
+windows must not depend on how many elements a consumer asks for at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,15 @@ from hypothesis import strategies as st
 from grainfn import fn
 from grainfn._src.core.filter_check import GRAIN_CHECK, FilterCheck
 from grainfn._src.stages.filter import FilteredStream
+from grainfn.testing import add_one
+
+
+def test_filter_leaves_none_and_elements_skips_it() -> None:
+    ds = fn.filter(lambda x: x % 3 == 0, fn.range(10))
+    assert ds.get_many([0, 1, 3]) == [0, None, 3]
+    assert list(fn.elements(ds)) == [0, 3, 6, 9]
+    assert list(fn.elements(ds, allow_nones=True))[:3] == [0, None, None]
+    assert fn.map(add_one, ds).get(1) is None
 
 
 def keeps(pattern: list[bool]) -> Any:

@@ -1,0 +1,12 @@
+"""Reading a dataset's positions in tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grainfn import fn
+
+
+def read(ds: fn.Dataset, count: int | None = None) -> list[Any]:
+    """Positions `0 .. count - 1` of `ds` (its first epoch by default), read as one block."""
+    return ds.get_many(range(ds.length if count is None else count))
