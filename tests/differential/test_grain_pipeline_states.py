@@ -28,7 +28,7 @@ from array_record.python.array_record_module import ArrayRecordWriter
 
 import grainfn
 import grainfn.checkpoint
-from grainfn._src.facade.grain_loader_states import hash_of_paths
+from grainfn._src.grain_states.loaders import hash_of_paths
 
 pytestmark = pytest.mark.grain
 

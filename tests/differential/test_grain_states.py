@@ -20,7 +20,7 @@ from absl import flags
 import grainfn
 import grainfn.checkpoint
 from grainfn import fn
-from grainfn._src.facade.grain_states import from_grain, to_grain
+from grainfn._src.grain_states.streams import from_grain, to_grain
 
 pytestmark = pytest.mark.grain
 

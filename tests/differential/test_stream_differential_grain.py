@@ -15,7 +15,7 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
 from grainfn import fn
-from grainfn._src.facade.grain_states import to_grain
+from grainfn._src.grain_states.streams import to_grain
 
 from support.pipelines import build_grain_stream, build_stream, stream_specs
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import pipeline_lines
+from grainfn._src.core.grain_keys import GrainKeys
 
 T = TypeVar("T")
 
@@ -123,6 +124,13 @@ class Stream(Generic[T]):
     spec_rule: ClassVar[str] = "unknown"
     """How `grainfn.fn.element_spec` infers this stage's elements: a key of
     `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+    grain_keys: ClassVar[GrainKeys | None] = None
+    """How this stage's state record reads as Grain's state of the stage (see
+    `grainfn._src.core.grain_keys`); None where its state is its parent's, or
+    where Grain's state of the stage is not counters over its parent's."""
+    next_index_rule: ClassVar[str | None] = None
+    """How Grain's `get_next_index` and `set_next_index` cross this stage: a key of
+    `grainfn._src.grain_states.next_index.RULES` (None: its position is not one index)."""
 
     @property
     def parents(self) -> tuple[Any, ...]:
@@ -174,6 +182,16 @@ class Stream(Generic[T]):
     def describe_stage(self) -> str:
         """One line naming this stage and its arguments, without its parents."""
         return type(self).__name__
+
+    def grain_record(self, read: Any, path: str) -> Any:
+        """The record at the position Grain's state of this stage names.
+
+        `read` is the record built field by field from Grain's keys
+        (`grain_keys`). A stage whose Grain state names some positions its own
+        way (the window or batch that just ended) overrides this; `path` names
+        the state for its errors.
+        """
+        return read
 
     def __repr__(self) -> str:
         return "\n".join(pipeline_lines(self))

@@ -122,22 +122,17 @@ class DatasetIterator(CheckpointableIterator[T]):
 
         A state written by Grain itself (`{"next_index": ...}` and the like,
         also read from an Orbax checkpoint Grain wrote) is taken where it
-        determines grainfn's (see `grainfn._src.facade.grain_states`).
+        determines grainfn's (see `grainfn._src.grain_states.streams`).
 
         Raises:
             ValueError: if the state belongs to another pipeline or version, or
                 is truncated, or is Grain's for a stage whose position it does
                 not determine; the message names what differs.
         """
-        if looks_like_grain(state):
-            # Imported here: it knows every stage, packing and file formats included.
-            from grainfn._src.facade import grain_states
+        # Imported here: Grain's states name every stage, packing and file formats included.
+        from grainfn._src.grain_states.decoding import decode_state
 
-            record = grain_states.from_grain(self._codec.stream, state)
-            self._codec.stream.check_state(record)
-            self.restart_at(record)
-            return
-        self.restart_at(self._codec.decode(state))
+        self.restart_at(decode_state(self._codec, state))
 
     def grain_state(self) -> dict[str, Any]:
         """The position after the last element returned, written as Grain's own state.
@@ -160,9 +155,9 @@ class DatasetIterator(CheckpointableIterator[T]):
             >>> it.grain_state()  # positions 0 to 4 read
             {'next_index': 5}
         """
-        from grainfn._src.facade import grain_states  # knows every stage: imported when used
+        from grainfn._src.grain_states.streams import to_grain  # knows every stage: imported here
 
-        return grain_states.to_grain(self._codec.stream, self._core.state)
+        return to_grain(self._codec.stream, self._core.state)
 
     def restart_at(self, record: Any) -> None:
         """Continues from a state record of this pipeline (checked)."""
@@ -188,8 +183,3 @@ class DatasetIterator(CheckpointableIterator[T]):
             return object.__repr__(self)
         lines = "\n".join("  " + line for line in self._codec.pipeline)
         return f"DatasetIterator at {self._core.state} of:\n{lines}"
-
-
-def looks_like_grain(state: Any) -> bool:
-    """Whether a state dict is Grain's own (grainfn's name their version and pipeline)."""
-    return isinstance(state, dict) and "version" not in state and "pipeline" not in state

@@ -11,7 +11,7 @@ import numpy as np
 from grainfn._src.core import validate
 from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator, looks_like_grain
+from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, determine_worker_count
 from grainfn._src.loader.pipeline import (
     check_operation,
@@ -232,7 +232,7 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
             >>> json.loads(it.grain_state(worker_count=2))["last_seen_indices"]
             {'0': 0, '1': 1}
         """
-        from grainfn._src.facade.grain_loader_states import grain_source_name, loader_to_grain
+        from grainfn._src.grain_states.loaders import grain_source_name, loader_to_grain
 
         if worker_count is None:
             ordered = self._loader._grain_worker_order
@@ -251,7 +251,7 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
         A state Grain's own DataLoader wrote for the same sampler and source is
         taken too, where it determines grainfn's position: with 0 or 1
         workers for any operations but FlatMap, with more for maps only (see
-        `grainfn._src.facade.grain_loader_states`). Grain names an ArrayRecord
+        `grainfn._src.grain_states.loaders`). Grain names an ArrayRecord
         source by the SHA-1 of its paths; it names this loader's source when
         the same paths hash to it.
 
@@ -260,6 +260,8 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 (source, sampler or operations) or version; the message says
                 what differs.
         """
+        from grainfn._src.grain_states.decoding import looks_like_grain  # a small module
+
         data = _parse_state(state)
         if "parent" in data and looks_like_grain(data):  # Grain's loader over datasets
             self._iterator.set_state(data)
@@ -289,7 +291,7 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 )
         if written_by_grain:
             # Imported here: reading Grain's states is for runs moving from Grain, once.
-            from grainfn._src.facade.grain_loader_states import loader_from_grain
+            from grainfn._src.grain_states.loaders import loader_from_grain
 
             stream = self._iterator.core.stream
             record = loader_from_grain(stream, data, self._loader.shard_options)
@@ -306,7 +308,7 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
 
     def _grain_names_source(self, data: dict[str, Any]) -> bool:
         """Whether Grain's name of its source in `data` names this loader's (its hash of paths)."""
-        from grainfn._src.facade.grain_loader_states import names_source
+        from grainfn._src.grain_states.loaders import names_source
 
         return names_source(data["data_source"], self._loader._data_source)
 

@@ -16,6 +16,7 @@ import operator
 from typing import Any, NamedTuple
 
 from grainfn._src.core import state as records
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.pytree import map_leaves
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream
 from grainfn._src.packing.arrays import Memory, row_order
@@ -46,6 +47,11 @@ class PackedStream(OneParentStream):
     """
 
     spec: PackSpec
+    grain_keys = GrainKeys(
+        "FirstFitPackIterDataset and BestFitPackIterDataset",
+        PackState,
+        (("next_row", "row"), ("counter", "emitted")),
+    )
 
     def init(self) -> PackState:
         return PackState(0, 0, self.parent.init())

@@ -202,6 +202,7 @@ class BatchedStream(PassThroughStream):
     """Consecutive elements batched; a short last batch unless `drop_remainder`."""
 
     spec_rule = "batched"
+    next_index_rule = "batch"  # batches begun: a short last batch counts as one, as in Grain
 
     batch_size: int
     drop_remainder: bool = False

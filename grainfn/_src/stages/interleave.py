@@ -74,6 +74,7 @@ class _Interleaved(Stream[Any]):
     """What both kinds of interleave share: the slots, the state and the cursor."""
 
     cycle_length: int  # a field of each subclass
+    next_index_rule: ClassVar[str | None] = "interleave"  # of one dataset only, as in Grain
 
     @property
     def count(self) -> int:

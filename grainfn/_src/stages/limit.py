@@ -10,6 +10,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 
 T = TypeVar("T")
@@ -31,6 +32,8 @@ class LimitedStream(WrappingStream):
 
     count: int
     record = LimitState
+    grain_keys = GrainKeys("LimitIterDataset", LimitState, (("count_elements_read", "taken"),))
+    next_index_rule = "counter"
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)

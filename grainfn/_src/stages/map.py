@@ -25,6 +25,7 @@ from grainfn._src.core.dataset import (
     function_name,
     read_each,
 )
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,
@@ -144,6 +145,7 @@ class MappedStream(PassThroughStream):
     """`fn(element)` for every element."""
 
     spec_rule = "mapped"
+    next_index_rule = "parent"
 
     fn: Callable[[Any], Any]
 
@@ -201,6 +203,7 @@ class CountingStream(WrappingStream):
     """Base of stages that count the elements they pass on, in a CountState."""
 
     record = CountState
+    next_index_rule = "counter"
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)
@@ -216,6 +219,7 @@ class IndexMappedStream(CountingStream):
     """`fn(n, element)` for the n-th element of the stream."""
 
     spec_rule = "mapped"
+    grain_keys = GrainKeys("IterDataset.map_with_index", CountState, (("counter", "seen"),))
 
     fn: Callable[[int, Any], Any]
 

@@ -20,6 +20,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.compiler import NotOnDeviceError, Program, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import Cursor, Stream
 from grainfn._src.index import jax_keys, wide
 from grainfn._src.index.device_ints import Split
@@ -117,6 +118,7 @@ class RandomMappedStream(CountingStream):
     """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
 
     spec_rule = "mapped"
+    grain_keys = GrainKeys("IterDataset.random_map", CountState, (("index_for_rng", "seen"),))
 
     fn: Callable[[Any, Any], Any]
     seed: int

@@ -27,6 +27,7 @@ from grainfn._src.core import pytree, validate
 from grainfn._src.core import state as records
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 
 
@@ -147,6 +148,7 @@ class RebatchedStream(OneParentStream):
     """The rows of the parent's batches, regrouped into batches of `batch_size` rows."""
 
     spec_rule = "rebatched"
+    grain_keys = GrainKeys("RebatchIterDataset", RebatchState, (("batch_idx", "offset"),))
 
     batch_size: int
     drop_remainder: bool = False
@@ -164,6 +166,26 @@ class RebatchedStream(OneParentStream):
     def describe_stage(self) -> str:
         drop = ", drop_remainder=True" if self.drop_remainder else ""
         return f"rebatch({self.batch_size}{drop})"
+
+    def grain_record(self, read: RebatchState, path: str) -> RebatchState:
+        # Grain names the parent's state before the batch being cut and the next row in it; once
+        # that batch is used up, the row is its length: grainfn names the state after it, row 0.
+        if not read.offset:
+            return read
+        self.parent.check_state(read.parent, f"{path}.parent")
+        cursor = self.parent.open(read.parent)
+        try:
+            batch = next(iter(cursor.next_many(1)), None)
+            after = cursor.state()
+        finally:
+            cursor.close()
+        rows = -1 if batch is None else batch_rows(batch)
+        if read.offset > rows:
+            raise ValueError(
+                f"Grain's {path}.batch_idx is {read.offset}, but the parent's batch there has "
+                f"{max(rows, 0)} rows: it is the state of another pipeline, or the data changed."
+            )
+        return RebatchState(0, after) if read.offset == rows else read
 
 
 class _RebatchCursor(BaseCursor):

@@ -13,6 +13,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.index import slicing
 from grainfn._src.index.device_ints import Split, split, whole_position
@@ -97,6 +98,7 @@ class RepeatedStream(WrappingStream):
 
     num_epochs: int | None
     record = RepeatState
+    grain_keys = GrainKeys("RepeatIterDataset", RepeatState, (("epoch", "epoch"),))
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)

@@ -49,6 +49,7 @@ class SeededStream(PassThroughStream):
     """Passes elements through and seeds the random stages downstream of it."""
 
     spec_rule = "parent"
+    next_index_rule = "parent"
 
     seed: int
 

@@ -18,6 +18,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.dataset import IndexStage
+from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.index import slicing, windows
 from grainfn._src.index.device_ints import Split, parent_bound
@@ -109,6 +110,12 @@ class WindowShuffledStream(OneParentStream):
     """The parent's elements, shuffled within windows of `window_size` (see the module doc)."""
 
     spec_rule = "parent"
+    grain_keys = GrainKeys(
+        "WindowShuffleIterDataset",
+        WindowShuffleState,
+        (("window_index", "window"), ("pos_in_window", "emitted")),
+        parent="parent_window_start_state",
+    )
 
     window_size: int
     seed: int
@@ -138,6 +145,41 @@ class WindowShuffledStream(OneParentStream):
 
     def describe_stage(self) -> str:
         return f"window_shuffle({self.window_size}, seed={self.seed})"
+
+    def grain_record(self, read: WindowShuffleState, path: str) -> WindowShuffleState:
+        # Once a window's last element is out, Grain's state still names that window's start
+        # and its size, with `window_index` already the next window's.
+        if not read.emitted:
+            return read
+        after = self._after_window(read.parent, read.emitted, f"{path}.pos_in_window")
+        return read if after is None else WindowShuffleState(read.window, 0, after)
+
+    def _after_window(self, start: Any, emitted: int, where: str) -> Any:
+        """The parent's record after a window of `emitted` elements from `start`, if it ends there.
+
+        A window ends after `window_size` elements, or where the parent ends. It
+        is read once from `start` (as Grain's own restore reads it); None if the
+        window goes on.
+        """
+        if emitted > self.window_size:
+            raise ValueError(
+                f"Grain's {where} is {emitted}, but a window holds at most {self.window_size} "
+                "elements: it is the state of another pipeline."
+            )
+        self.parent.check_state(start, where.rsplit(".", 1)[0] + ".parent_window_start_state")
+        cursor = self.parent.open(start)
+        try:
+            read = len(cursor.next_many(emitted))
+            if read < emitted:
+                raise ValueError(
+                    f"Grain's {where} is {emitted}, but the parent has {read} elements from the "
+                    "window's start: it is the state of another pipeline, or the data changed."
+                )
+            after = cursor.state()
+            ends = emitted == self.window_size or not cursor.next_many(1)
+        finally:
+            cursor.close()
+        return after if ends else None
 
 
 class _WindowCursor(BaseCursor):

@@ -15,7 +15,7 @@ depends on their number (each worker batches and filters its own records),
 so only one-to-one operations (map, random map, map with index) map
 exactly; the rest are refused. (With a `FlatMap`, Grain's DataLoader runs as
 a dataset pipeline and writes that pipeline's state instead, which
-`grainfn._src.facade.grain_states` reads.)
+`grainfn._src.grain_states.streams` reads.)
 
 The state names its sampler and source by their reprs. Grain's
 `ArrayRecordDataSource` writes `ArrayRecordDataSource(hash_of_paths=<sha1>)`,

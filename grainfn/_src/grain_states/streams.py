@@ -7,35 +7,18 @@ run going back does the reverse (`to_grain`, behind
 `DatasetIterator.grain_state()`): Grain's `set_state` of the same pipeline
 continues from it. Each stage reads and writes its part of Grain's nested dict:
 
-- `to_iter_dataset()`: `{"next_index": n}`, the position in the MapDataset;
-- `map`, `filter`, `batch`, `seed` and the other stages whose state is their
-  parent's (prefetch, options, cache): their parent's state;
-- `random_map`: `{"parent": ..., "index_for_rng": n}`;
-- `map_with_index`: `{"parent": ..., "counter": n}`;
-- `IterDataset.mix`: `{"parents": [...] or {name: ...}, "index": i, "stop": bool}`;
-- `LimitIterDataset`: `{"parent": ..., "count_elements_read": n}`;
-- `RepeatIterDataset`: `{"parent": ..., "epoch": e}`;
-- `ZipIterDataset`: `{"parents": [...]}`;
-- `WindowShuffleIterDataset`: `{"parent_window_start_state": ..., "window_index": w,
-  "pos_in_window": p}` (after a window's last element, `w` is already the next
-  window's: the reader reads the window to find where the next one starts);
-- `FlatMapIterDataset`: `{"parent": ..., "next_index_in_buffer": k}`;
-- `FirstFitPackIterDataset` and `BestFitPackIterDataset`: `{"parent": ..., "next_row": r,
-  "counter": n}`;
-- `InterleaveIterDataset`: the slot visited next, the next dataset to open, and
-  each slot's dataset, state and whether it ran out;
-- `TFRecordIterDataset`: `{"reader_offset": n}`, the byte offset of the next record;
-- `ParquetIterDataset` of one file: `{"row_group": g, "index_within_row_group": r}`,
-  the next row (of several files: an interleave of such states);
-- `RebatchIterDataset`: `{"parent": ..., "batch_idx": r}`, the parent's state
-  before the batch being cut and the next row in it (once that batch is used
-  up, `r` is its length: the batch is read once to find the state after it);
-- `ConcatThenSplitIterDataset`: `{"parent_state": ..., "remainder_slices": {feature:
-  [start, stop]}, "elements_from_buffer_after_checkpoint": n}`, where the current
-  round started (the parent before the element being cut, and the tokens of each
-  token feature packed before, `[-1, -1]` for none) and the round's rows returned;
-- an `IterDataset` subclass with its own `__iter__` (`fn.from_iterable`): the
-  state of the user's iterator, as its `get_state()` gave it.
+- a stage whose state is its parent's (map, filter, batch, seed, the prefetch
+  and option stages): its parent's;
+- a stage that declares its Grain keys in its own module (`grain_keys`, see
+  `grainfn._src.core.grain_keys`; limit, repeat, random_map and the rest):
+  its counters under those keys, its parent's state under the parent key
+  (`stages()` lists them, by Grain's name);
+- the few whose Grain state is not counters over one parent, with readers
+  here: `to_iter_dataset()` (`{"next_index": n}`, the position in the
+  MapDataset), `IterDataset.mix`, `ZipIterDataset`, `InterleaveIterDataset`
+  (and Grain's mp_prefetch order), `ConcatThenSplitIterDataset` (read only)
+  and a user's own iterator (`fn.from_iterable`: the state its `get_state()`
+  gave).
 
 Written states equal Grain's at the same position, except where Grain names
 it otherwise (both continue alike): just after an element's last `flat_map`
@@ -57,6 +40,8 @@ opened yet.
 from __future__ import annotations
 
 import copy
+import importlib
+import pkgutil
 from collections.abc import Callable
 from typing import Any
 
@@ -64,13 +49,9 @@ from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import PassThroughStream, Stream
 from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
-from grainfn._src.facade.grain_loader_states import dataset_position, reads_loader_records
-from grainfn._src.formats.parquet import ParquetFileStream, ParquetPosition
-from grainfn._src.formats.tfrecord import TFRecordPosition, TFRecordStream
+from grainfn._src.grain_states.loaders import dataset_position, reads_loader_records
 from grainfn._src.packing.concat_then_split import ConcatThenSplitState, ConcatThenSplitStream
-from grainfn._src.packing.stream import PackedStream, PackState
 from grainfn._src.parallel.prefetch import PrefetchedStream
-from grainfn._src.stages.flat_map import FlatMappedStream, SplitState
 from grainfn._src.stages.interleave import (
     InterleavedDatasetsStream,
     InterleavedStream,
@@ -78,17 +59,50 @@ from grainfn._src.stages.interleave import (
     InterleaveState,
 )
 from grainfn._src.stages.iterable import IterableState, IterableStream
-from grainfn._src.stages.limit import LimitedStream, LimitState
-from grainfn._src.stages.map import CountState, IndexMappedStream
 from grainfn._src.stages.mix import MixedStream, MixState
-from grainfn._src.stages.random_map import RandomMappedStream
-from grainfn._src.stages.rebatch import RebatchedStream, RebatchState, batch_rows
-from grainfn._src.stages.repeat import RepeatedStream, RepeatState
-from grainfn._src.stages.window_shuffle import WindowShuffledStream, WindowShuffleState
 from grainfn._src.stages.zip import ZippedStream, ZipState
 
 _GRAIN_PREFETCH_KEYS = {"workers_state", "iterators_in_use_indices"}
 """Keys of Grain's mp_prefetch state: one iterator per worker, each over its slice of the data."""
+
+_STAGE_PACKAGES = ("stages", "packing", "formats")
+"""The packages of `grainfn._src` whose modules define stages."""
+
+
+def stages() -> list[str]:
+    """Grain's names of grainfn's stages whose states are read and written, but pass-throughs.
+
+    Those that declare their keys (`grain_keys`) in their modules, and those
+    with readers here.
+
+    Examples:
+        >>> "LimitIterDataset" in stages(), "to_iter_dataset" in stages()
+        (True, True)
+    """
+    for package in _STAGE_PACKAGES:  # a stage's class exists once its module is imported
+        root = importlib.import_module(f"grainfn._src.{package}")
+        for module in pkgutil.walk_packages(root.__path__, f"{root.__name__}."):
+            importlib.import_module(module.name)
+    declared = {
+        kind.grain_keys.stage
+        for kind in _kinds(Stream)
+        if kind.grain_keys is not None and kind.__module__.startswith("grainfn.")
+    }
+    return sorted(declared | set(_IRREGULAR_NAMES), key=str.lower)
+
+
+def _kinds(base: type[Stream[Any]]) -> set[type[Stream[Any]]]:
+    found = {base}
+    for kind in base.__subclasses__():
+        found |= _kinds(kind)
+    return found
+
+
+def _supported() -> str:
+    return (
+        f"Grain states are read for {', '.join(stages())}, and every stage whose state is its "
+        "parent's (map, filter, batch, seed, prefetch, options)"
+    )
 
 
 def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
@@ -119,16 +133,18 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
             )
         (parent,) = stream.parents
         return from_grain(parent, state, path)
+    keys = stream.grain_keys
+    if keys is not None:
+        fields = {field: _count(state, key, path) for key, field in keys.counters}
+        if keys.parent is not None:
+            fields["parent"] = _parent(stream, state, path, keys.parent)
+        return stream.grain_record(keys.build(fields), path)
     read = _READERS.get(type(stream))
     if read is None:
         raise ValueError(
             f"A state written by Grain cannot be read for the stage {stream.describe_stage()!r}: "
-            "its Grain state does not determine grainfn's. Grain states are read for "
-            "to_iter_dataset, map, filter, batch, random_map, map_with_index, mix, limit, "
-            "repeat, zip, window shuffle, flat_map, first-fit and best-fit packing, "
-            "concat-then-split, interleave, rebatch, TFRecordIterDataset, ParquetIterDataset, a "
-            "user's own iterator and the prefetch stages; "
-            "restart the data position for this pipeline."
+            f"its Grain state does not determine grainfn's. {_supported()}; restart the data "
+            "position for this pipeline."
         )
     return read(stream, state, path)
 
@@ -136,11 +152,6 @@ def from_grain(stream: Stream[Any], state: Any, path: str = "state") -> Any:
 def _parent(stream: Any, state: Any, path: str, key: str = "parent") -> Any:
     """The record of `stream.parent` from Grain's `state[key]`."""
     return from_grain(stream.parent, _field(state, key, path), f"{path}.{key}")
-
-
-def _counted(stream: Any, state: Any, path: str) -> CountState:
-    key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
-    return CountState(_count(state, key, path), _parent(stream, state, path))
 
 
 def _mixed(stream: MixedStream, state: Any, path: str) -> MixState:
@@ -164,64 +175,6 @@ def _each(streams: tuple[Stream[Any], ...], states: Any, path: str) -> tuple[Any
     return tuple(
         from_grain(c, s, f"{path}.parents[{i}]") for i, (c, s) in enumerate(zip(streams, states))
     )
-
-
-def _limited(stream: LimitedStream, state: Any, path: str) -> LimitState:
-    return LimitState(_count(state, "count_elements_read", path), _parent(stream, state, path))
-
-
-def _repeated(stream: RepeatedStream, state: Any, path: str) -> RepeatState:
-    return RepeatState(_count(state, "epoch", path), _parent(stream, state, path))
-
-
-def _window_shuffled(stream: WindowShuffledStream, state: Any, path: str) -> WindowShuffleState:
-    start = _parent(stream, state, path, "parent_window_start_state")
-    window, emitted = _count(state, "window_index", path), _count(state, "pos_in_window", path)
-    if not emitted:
-        return WindowShuffleState(window, 0, start)
-    # Once a window's last element is out, Grain's state still names that window's start
-    # and its size, with `window_index` already the next window's.
-    after = _after_window(stream, start, emitted, f"{path}.pos_in_window")
-    if after is None:  # inside the window
-        return WindowShuffleState(window, emitted, start)
-    return WindowShuffleState(window, 0, after)
-
-
-def _after_window(stream: WindowShuffledStream, start: Any, emitted: int, where: str) -> Any:
-    """The parent's record after a window of `emitted` elements from `start`, if it ends there.
-
-    A window ends after `window_size` elements, or where the parent ends. It
-    is read once from `start` (as Grain's own restore reads it); None if the
-    window goes on.
-    """
-    if emitted > stream.window_size:
-        raise ValueError(
-            f"Grain's {where} is {emitted}, but a window holds at most {stream.window_size} "
-            "elements: it is the state of another pipeline."
-        )
-    stream.parent.check_state(start, where.rsplit(".", 1)[0] + ".parent_window_start_state")
-    cursor = stream.parent.open(start)
-    try:
-        read = len(cursor.next_many(emitted))
-        if read < emitted:
-            raise ValueError(
-                f"Grain's {where} is {emitted}, but the parent has {read} elements from the "
-                "window's start: it is the state of another pipeline, or the data changed."
-            )
-        after = cursor.state()
-        ends = emitted == stream.window_size or not cursor.next_many(1)
-    finally:
-        cursor.close()
-    return after if ends else None
-
-
-def _flat_mapped(stream: FlatMappedStream, state: Any, path: str) -> SplitState:
-    return SplitState(_count(state, "next_index_in_buffer", path), _parent(stream, state, path))
-
-
-def _packed(stream: PackedStream, state: Any, path: str) -> PackState:
-    row, emitted = _count(state, "next_row", path), _count(state, "counter", path)
-    return PackState(row, emitted, _parent(stream, state, path))
 
 
 def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
@@ -258,39 +211,6 @@ def _interleaved(stream: Any, state: Any, path: str) -> InterleaveState:
     )
     slot = _count(state, "next_index_in_cycle", path)
     return InterleaveState(slot, _count(state, "next_index_in_datasets", path), slots)
-
-
-def _rebatched(stream: RebatchedStream, state: Any, path: str) -> RebatchState:
-    # Grain names the parent's state before the batch being cut and the next row in it; once
-    # that batch is used up, the row is its length: grainfn names the state after it, row 0.
-    parent, row = _parent(stream, state, path), _count(state, "batch_idx", path)
-    if not row:
-        return RebatchState(0, parent)
-    stream.parent.check_state(parent, f"{path}.parent")
-    cursor = stream.parent.open(parent)
-    try:
-        batch = next(iter(cursor.next_many(1)), None)
-        after = cursor.state()
-    finally:
-        cursor.close()
-    rows = -1 if batch is None else batch_rows(batch)
-    if row > rows:
-        raise ValueError(
-            f"Grain's {path}.batch_idx is {row}, but the parent's batch there has "
-            f"{max(rows, 0)} rows: it is the state of another pipeline, or the data changed."
-        )
-    return RebatchState(0, after) if row == rows else RebatchState(row, parent)
-
-
-def _tfrecord(stream: TFRecordStream, state: Any, path: str) -> TFRecordPosition:
-    return TFRecordPosition(_count(state, "reader_offset", path))
-
-
-def _parquet(stream: ParquetFileStream, state: Any, path: str) -> ParquetPosition:
-    # The same position as grainfn's: row `index_within_row_group` of row group `row_group`.
-    return ParquetPosition(
-        _count(state, "row_group", path), _count(state, "index_within_row_group", path)
-    )
 
 
 _NO_REMAINDER = [-1, -1]
@@ -337,25 +257,25 @@ def _iterable(stream: IterableStream, state: Any, path: str) -> IterableState:
 
 
 _READERS: dict[type, Callable[[Any, Any, str], Any]] = {
-    TFRecordStream: _tfrecord,
-    ParquetFileStream: _parquet,
     ConcatThenSplitStream: _concat_then_split,
     IterableStream: _iterable,
-    RandomMappedStream: _counted,
-    IndexMappedStream: _counted,
     MixedStream: _mixed,
     ZippedStream: _zipped,
-    LimitedStream: _limited,
-    RepeatedStream: _repeated,
-    WindowShuffledStream: _window_shuffled,
-    FlatMappedStream: _flat_mapped,
-    PackedStream: _packed,
     InterleavedStream: _interleaved,
     InterleavedDatasetsStream: _interleaved,
     GrainWorkerOrderStream: _interleaved,  # Grain's mp_prefetch state is an interleave's
-    RebatchedStream: _rebatched,
 }
-"""How each stage with a state of its own reads Grain's state of the same stage."""
+"""How each stage whose Grain state is not counters over one parent reads Grain's state."""
+
+_IRREGULAR_NAMES = (
+    "to_iter_dataset",
+    "IterDataset.mix",
+    "ZipIterDataset",
+    "InterleaveIterDataset",
+    "ConcatThenSplitIterDataset (read only)",
+    "a user's own iterator",
+)
+"""Grain's names of the stages read above (and written below), for messages."""
 
 
 # ---------------------------------------------------------------------------
@@ -396,6 +316,13 @@ def to_grain(stream: Stream[Any], record: Any, path: str = "state") -> Any:
     if isinstance(stream, PassThroughStream):  # map, filter, batch, seed, prefetch...
         (parent,) = stream.parents
         return to_grain(parent, record, path)
+    keys = stream.grain_keys
+    if keys is not None:
+        written = {}
+        if keys.parent is not None:
+            (parent,) = stream.parents
+            written[keys.parent] = to_grain(parent, record.parent, f"{path}.{keys.parent}")
+        return written | {key: getattr(record, field) for key, field in keys.counters}
     write = _WRITERS.get(type(stream))
     if write is None:
         raise _unwritable(stream, "its grainfn state does not determine Grain's")
@@ -405,20 +332,9 @@ def to_grain(stream: Stream[Any], record: Any, path: str = "state") -> Any:
 def _unwritable(stream: Stream[Any], why: str) -> ValueError:
     return ValueError(
         f"grainfn cannot write Grain's state for the stage {stream.describe_stage()!r}: {why}. "
-        "Grain states are written for to_iter_dataset, map, filter, batch, random_map, "
-        "map_with_index, mix, limit, repeat, zip, window shuffle, flat_map, first-fit and "
-        "best-fit packing, interleave, rebatch, TFRecordIterDataset, ParquetIterDataset, a "
-        "user's own iterator and thread prefetch."
+        f"{_supported().replace('read', 'written', 1)}, except concat-then-split and "
+        "mp_prefetch in grainfn's own order."
     )
-
-
-def _write_parent(stream: Any, record: Any, path: str, **fields: Any) -> dict[str, Any]:
-    return {"parent": to_grain(stream.parent, record.parent, f"{path}.parent"), **fields}
-
-
-def _write_counted(stream: Any, record: CountState, path: str) -> dict[str, Any]:
-    key = "index_for_rng" if isinstance(stream, RandomMappedStream) else "counter"
-    return _write_parent(stream, record, path, **{key: record.seen})
 
 
 def _write_components(streams: tuple[Stream[Any], ...], states: Any, path: str) -> list[Any]:
@@ -434,17 +350,6 @@ def _write_mixed(stream: MixedStream, record: MixState, path: str) -> dict[str, 
 
 def _write_zipped(stream: ZippedStream, record: ZipState, path: str) -> dict[str, Any]:
     return {"parents": _write_components(stream.components, record.components, path)}
-
-
-def _write_window_shuffled(
-    stream: WindowShuffledStream, record: WindowShuffleState, path: str
-) -> dict[str, Any]:
-    start = to_grain(stream.parent, record.parent, f"{path}.parent_window_start_state")
-    return {
-        "parent_window_start_state": start,
-        "window_index": record.window,
-        "pos_in_window": record.emitted,
-    }
 
 
 def _write_interleaved(stream: Any, record: InterleaveState, path: str) -> dict[str, Any]:
@@ -463,37 +368,14 @@ def _write_interleaved(stream: Any, record: InterleaveState, path: str) -> dict[
 
 
 _WRITERS: dict[type, Callable[[Any, Any, str], Any]] = {
-    TFRecordStream: lambda stream, record, path: {"reader_offset": record.offset},
-    ParquetFileStream: lambda stream, record, path: {
-        "row_group": record.row_group,
-        "index_within_row_group": record.row,
-    },
     IterableStream: lambda stream, record, path: copy.deepcopy(record.user_state),
-    RandomMappedStream: _write_counted,
-    IndexMappedStream: _write_counted,
     MixedStream: _write_mixed,
     ZippedStream: _write_zipped,
-    LimitedStream: lambda stream, record, path: _write_parent(
-        stream, record, path, count_elements_read=record.taken
-    ),
-    RepeatedStream: lambda stream, record, path: _write_parent(
-        stream, record, path, epoch=record.epoch
-    ),
-    WindowShuffledStream: _write_window_shuffled,
-    FlatMappedStream: lambda stream, record, path: _write_parent(
-        stream, record, path, next_index_in_buffer=record.taken
-    ),
-    PackedStream: lambda stream, record, path: _write_parent(
-        stream, record, path, next_row=record.row, counter=record.emitted
-    ),
     InterleavedStream: _write_interleaved,
     InterleavedDatasetsStream: _write_interleaved,
     GrainWorkerOrderStream: _write_interleaved,
-    RebatchedStream: lambda stream, record, path: _write_parent(
-        stream, record, path, batch_idx=record.offset
-    ),
 }
-"""How each stage with a state of its own writes its record as Grain's state of the stage."""
+"""How each stage with a reader above (but concat-then-split) writes Grain's state."""
 
 
 def _field(state: Any, key: str, path: str) -> Any:

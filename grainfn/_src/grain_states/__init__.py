@@ -1,0 +1,1 @@
+"""Grain's states, read into grainfn's records and written from them: the translators."""

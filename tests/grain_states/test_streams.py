@@ -1,0 +1,68 @@
+"""The Grain-state translators are driven by each stage's declared `grain_keys`."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from grainfn import fn
+from grainfn._src.core import state as records
+from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.stream import WrappingStream
+from grainfn._src.grain_states.streams import from_grain, stages, to_grain
+from grainfn._src.stages.limit import LimitedStream
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+class SkipState(NamedTuple):
+    """A stage made up for these tests: its counter and its parent's state."""
+
+    skipped: int
+    parent: Any
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class SkipStream(WrappingStream):
+    """A stage that only declares its Grain keys: nothing else knows of it."""
+
+    record = SkipState
+    grain_keys = GrainKeys("SkipIterDataset", SkipState, (("skipped_so_far", "skipped"),))
+
+
+def test_a_stage_read_and_written_from_its_declaration_alone() -> None:
+    stream = SkipStream(fn.from_dataset(fn.range(9)))
+    grains = {"parent": {"next_index": 4}, "skipped_so_far": 2}
+    record = from_grain(stream, grains)
+    assert record == SkipState(2, records.DatasetPosition(4))
+    assert to_grain(stream, record) == grains
+
+
+def test_a_missing_key_is_named() -> None:
+    stream = fn.limit(3, fn.from_dataset(fn.range(9)))
+    with pytest.raises(ValueError, match=r"state should hold 'count_elements_read'"):
+        from_grain(stream, {"parent": {"next_index": 1}})
+
+
+def test_a_stage_without_grain_keys_is_refused_listing_the_declared_ones() -> None:
+    stream = fn.filter(bool, fn.zip([fn.from_dataset(fn.range(3))]))
+    assert to_grain(stream, stream.init()) == {"parents": [{"next_index": 0}]}
+    packed = fn.concat_then_split({"x": 4}, fn.from_dataset(fn.range(3)))
+    with pytest.raises(ValueError, match=r"Grain states are written for .*LimitIterDataset"):
+        to_grain(packed, packed.init())
+
+
+def test_the_declaration_names_the_keys_in_order() -> None:
+    keys = LimitedStream.grain_keys
+    assert keys is not None and keys.keys() == ("parent", "count_elements_read")
+
+
+def test_the_checkpointing_page_lists_the_declared_stages() -> None:
+    text = " ".join((DOCS / "checkpointing.md").read_text().split())
+    listed = re.search(r"for these, by Grain's names: (.*?)\. Each stage declares", text)
+    assert listed is not None
+    assert listed.group(1) == ", ".join(stages())
