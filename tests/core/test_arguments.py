@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+import grainfn
 from grainfn import fn
 from grainfn._src.core import arguments, reading
+from grainfn._src.core.arguments import core_of
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 
@@ -74,3 +76,21 @@ def test_as_dataset_refuses_a_stream_and_names_anything_else() -> None:
         arguments.as_dataset(fn.from_dataset(fn.range(3)), "shuffle")
     with pytest.raises(TypeError, match=r"shuffle expects a grainfn Dataset .* of type list"):
         arguments.as_dataset([1, 2], "shuffle")
+
+
+def test_core_of_unwraps_a_wrapper_and_returns_anything_else_as_it_is() -> None:
+    ds = grainfn.MapDataset.range(4)
+    iter_ds = ds.to_iter_dataset()
+    assert core_of(ds) is ds.core and core_of(iter_ds) is iter_ds.core
+    for value in (fn.range(3), fn.from_dataset(fn.range(3)), [1, 2], 3, None):
+        assert core_of(value) is value
+
+
+def test_core_of_passes_on_a_wrappers_type_error() -> None:
+    class NoCore:
+        @property
+        def core(self) -> Any:
+            raise TypeError("no core value")
+
+    with pytest.raises(TypeError, match="no core value"):
+        core_of(NoCore())

@@ -296,3 +296,9 @@ def test_core_values_and_spec_leaves() -> None:
         get_element_spec([1, 2])
     with pytest.raises(TypeError, match="element_spec takes a grainfn Dataset or Stream"):
         element_spec("range")
+
+
+def test_an_iterator_is_named_as_what_get_element_spec_does_not_take() -> None:
+    iterator = iter(grainfn.MapDataset.range(3).to_iter_dataset())
+    with pytest.raises(TypeError, match=r"(?s)takes a MapDataset, .* of type DatasetIterator\.$"):
+        get_element_spec(iterator)

@@ -5,12 +5,16 @@ combinator through `as_stream`, which reads a dataset as `fn.from_dataset(ds)`
 does: `fn.limit(2, fn.range(5))` is `fn.limit(2, fn.from_dataset(fn.range(5)))`.
 Both are defined in `grainfn._src.core.reading`, next to `from_dataset`, and
 listed here with the other argument checks.
+
+A value of an API built above the core (the Grain API's `MapDataset` and
+`IterDataset`) that stands for a core value is a `Wrapper`; the core
+unwraps one only with `core_of`, and never names the classes above it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset
@@ -21,6 +25,50 @@ from grainfn._src.index.seeds import derive_seed
 
 Data = Dataset[Any] | Stream[Any]
 """A dataset or a stream: the combinators that take either return the same kind."""
+
+
+class Wrapper(Protocol):
+    """A value that stands for a core value, which its class's `core` property gives.
+
+    The Grain API's `MapDataset` (a `Dataset` inside) and `IterDataset` (a
+    `Stream`) are wrappers. A wrapper's `core` may raise TypeError where it
+    has no core value (an `IterDataset` subclass that iterates by itself may).
+    """
+
+    @property
+    def core(self) -> Any:
+        """The core value this one stands for: a grainfn Dataset or Stream."""
+        ...
+
+
+def core_of(value: Any) -> Any:
+    """The core value `value` stands for: the `core` of a `Wrapper`, else `value` itself.
+
+    A value is a wrapper when its class has a `core` property (the member of
+    `Wrapper`); whatever else it is, it is returned unchanged.
+
+    Args:
+        value: A core value, a wrapper, or anything else.
+
+    Returns:
+        `value.core` for a wrapper, otherwise `value`.
+
+    Raises:
+        TypeError: where a wrapper's `core` does (it has no core value).
+
+    Examples:
+        >>> import grainfn
+        >>> from grainfn import fn
+        >>> core_of(grainfn.MapDataset.range(3))
+        range(0, 3, 1)  [length 3]
+        >>> ds = fn.range(3)
+        >>> core_of(ds) is ds, core_of([1, 2])
+        (True, [1, 2])
+    """
+    if isinstance(getattr(type(value), "core", None), property):
+        wrapper: Wrapper = value
+        return wrapper.core
+    return value
 
 
 def op_seed(

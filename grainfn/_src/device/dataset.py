@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from grainfn._src.core.arguments import core_of
 from grainfn._src.core.compiler import Compiler, NotOnDeviceError, Program
 from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.reading import from_dataset
@@ -677,7 +678,7 @@ def to_jax(ds: Dataset[Any]) -> JaxDataset:
         >>> jds.host_state(fn.EpochPosition(epoch=7, offset=2))
         DatasetPosition(position=23)
     """
-    data: Any = getattr(ds, "core", ds)  # a MapDataset of the Grain API holds its dataset
+    data: Any = core_of(ds)  # a MapDataset of the Grain API wraps its dataset
     if isinstance(data, Stream):
         raise NotOnDeviceError(
             f"to_jax cannot run the stream stage {data.describe_stage()!r}: a stream keeps its "

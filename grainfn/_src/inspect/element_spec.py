@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from grainfn._src.core import pytree as tree
+from grainfn._src.core.arguments import core_of
 from grainfn._src.core.dataset import Dataset, function_name
 from grainfn._src.core.stream import Stream
 from grainfn._src.stages.batch import batch_and_pad, sorted_keys
@@ -114,15 +115,15 @@ def get_element_spec(ds: Any) -> Any:
         return element_spec(ds)
     if hasattr(type(ds), "_element_spec"):
         return ds._element_spec  # a Grain-API subclass that states its spec
-    if not isinstance(getattr(type(ds), "core", None), property):
+    try:
+        core = core_of(ds)  # the dataset or stream a MapDataset or IterDataset wraps
+    except TypeError:  # an IterDataset subclass with an iterator of its own
+        raise _not_implemented(type(ds).__qualname__) from None
+    if not isinstance(core, (Dataset, Stream)):
         raise TypeError(
             f"get_element_spec takes a MapDataset, an IterDataset, or a grainfn Dataset or "
             f"Stream, got {ds!r} of type {type(ds).__name__}."
         )
-    try:
-        core = ds.core
-    except TypeError:  # an IterDataset subclass with an iterator of its own
-        raise _not_implemented(type(ds).__qualname__) from None
     return element_spec(core)
 
 
