@@ -2,10 +2,11 @@
 
 An instrument is a function from stream to stream: it may look at the
 pipeline (write its graph somewhere) or return a copy that measures it (time
-every stage). It must not change elements or states. The facade's iterators
-open their streams through `instrumented`; `grainfn.config` sets the
-instruments from its options, so the iterators need not know about
-inspection. With none set, `instrumented` returns the stream itself.
+every stage). It must not change elements or states. An iterator opens its
+stream through `instrumented(stream, instruments)`, with the instruments of
+the options it reads: the Grain API's iterators pass `grainfn.config`'s
+(`Config.instruments`), so they need not know about inspection. With none,
+`instrumented` returns the stream itself.
 """
 
 from __future__ import annotations
@@ -18,23 +19,44 @@ from grainfn._src.core.stream import Stream
 Instrument = Callable[[Stream[Any]], Stream[Any]]
 
 _instruments: tuple[Instrument, ...] = ()
+"""Transitional: what `instrumented(stream)` applies. Remove with `set_instruments`."""
 
 
 def set_instruments(instruments: Sequence[Instrument]) -> None:
-    """Makes `instruments` (applied in this order) the ones every new iterator goes through."""
+    """Transitional: makes `instruments` what `instrumented(stream)`, without any, applies.
+
+    Only for the iterators that do not pass their instruments yet; it goes
+    once every caller of `instrumented` passes them.
+    """
     global _instruments
     _instruments = tuple(instruments)
 
 
-def instrumented(stream: Stream[Any]) -> Stream[Any]:
-    """`stream` passed through the instruments set now, in order.
+def instrumented(
+    stream: Stream[Any], instruments: Sequence[Instrument] | None = None
+) -> Stream[Any]:
+    """`stream` passed through `instruments`, in order.
+
+    Args:
+        stream: The stream an iterator is about to open.
+        instruments: Functions from stream to stream that keep elements and
+            states (`grainfn.config.instruments` for the Grain API's
+            iterators). None (transitional): those `set_instruments` set last.
+
+    Returns:
+        The stream the last instrument returned (`stream` itself for none).
 
     Examples:
         >>> from grainfn import fn
         >>> stream = fn.from_dataset(fn.range(3))
-        >>> instrumented(stream) is stream
+        >>> instrumented(stream, ()) is stream
         True
+        >>> seen = []
+        >>> instrumented(stream, [lambda s: seen.append(s.describe_stage()) or s]) is stream
+        True
+        >>> seen
+        ['from_dataset()']
     """
-    for instrument in _instruments:
+    for instrument in _instruments if instruments is None else instruments:
         stream = instrument(stream)
     return stream

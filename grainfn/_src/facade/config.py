@@ -8,6 +8,10 @@ whose per-stage statistics `grainfn.describe(iterator)` and
 set to a folder, every iterator made afterwards writes its pipeline there, as
 the `describe` tree and a Graphviz graph. Iterators made while both are off are
 untouched and pay nothing.
+
+The config holds the instruments its options ask for (`Config.instruments`),
+and an iterator passes them to `grainfn._src.core.instrument.instrumented`
+as it opens its stream: the core keeps no options of its own.
 """
 
 from __future__ import annotations
@@ -47,7 +51,27 @@ class Config:
     """
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_values", {name: spec[1] for name, spec in OPTIONS.items()})
+        values = {name: spec[1] for name, spec in OPTIONS.items()}
+        object.__setattr__(self, "_values", values)
+        object.__setattr__(self, "_instruments", instruments_for(values))
+
+    @property
+    def instruments(self) -> tuple[Instrument, ...]:
+        """The instruments an iterator made now goes through, for the options set now.
+
+        grainfn's, not Grain's: an iterator passes them to `instrumented` as it
+        opens its stream. Empty while both options are off.
+
+        Examples:
+            >>> config = Config()
+            >>> config.instruments
+            ()
+            >>> config.update("py_debug_mode", True)
+            >>> [instrument.__name__ for instrument in config.instruments]
+            ['timed']
+        """
+        instruments: tuple[Instrument, ...] = self._instruments
+        return instruments
 
     def update(self, name: str, value: Any) -> None:
         """Sets option `name` to `value`.
@@ -66,7 +90,9 @@ class Config:
                 f"{type(value).__name__}."
             )
         self._values[name] = value
-        set_instruments(_instruments(self._values))
+        object.__setattr__(self, "_instruments", instruments_for(self._values))
+        if self is config:  # transitional, for the iterators that do not pass instruments yet
+            set_instruments(self._instruments)
 
     def get_or_default(self, name: str) -> Any:
         """The value of option `name` (its default if never set)."""
@@ -85,8 +111,13 @@ class Config:
         return f"Config({', '.join(f'{k}={v!r}' for k, v in self._values.items())})"
 
 
-def _instruments(values: dict[str, Any]) -> list[Instrument]:
-    """The instruments new iterators go through for these option values, in order."""
+def instruments_for(values: dict[str, Any]) -> tuple[Instrument, ...]:
+    """The instruments new iterators go through for these option values, in order.
+
+    Examples:
+        >>> instruments_for({"py_dataset_visualization_output_dir": None, "py_debug_mode": False})
+        ()
+    """
     instruments: list[Instrument] = []
     directory = values["py_dataset_visualization_output_dir"]
     if directory is not None:
@@ -101,7 +132,7 @@ def _instruments(values: dict[str, Any]) -> list[Instrument]:
         from grainfn._src.inspect.timing import timed  # only when asked for
 
         instruments.append(timed)
-    return instruments
+    return tuple(instruments)
 
 
 def _spec(name: str) -> tuple[tuple[type, ...], Any, str]:
