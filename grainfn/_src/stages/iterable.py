@@ -64,22 +64,29 @@ class IterableStream(Stream[Any]):
         return f"from_iterable({type(self.iterable).__qualname__})"
 
 
-_PROTOCOL_ONLY = frozenset(
+STATE_PROTOCOL_ONLY = "state_protocol_only"
+"""The class attribute by which an iterator class says that the `get_state` and
+`set_state` it defines are the protocol's, not a state of its own: grainfn's
+iterator bases set `state_protocol_only = True` in their own class bodies (their
+methods are placeholders, or read a grainfn pipeline's iterator), so that a
+subclass iterating by itself that inherits them is positioned by counting."""
+
+_UNMARKED_BASES = frozenset(
     {
         ("grainfn._src.facade.iterator", "CheckpointableIterator"),
         ("grainfn._src.facade.iterator", "DatasetIterator"),
     }
 )
-"""The grainfn iterator bases whose get_state and set_state a subclass that iterates by
-itself inherits without a state of its own (named, since the facade is above this layer)."""
+"""Transitional: grainfn's iterator bases until they set `state_protocol_only`; then this goes."""
 
 
 def keeps_own_state(iterator: Any) -> bool:
     """Whether `iterator` has `get_state` and `set_state` of its own.
 
-    Methods inherited from grainfn's iterator bases do not count (a subclass
-    of `grainfn.DatasetIterator` that defines `__next__` alone, or a grainfn
-    pipeline's iterator): such an iterator is positioned by counting.
+    Methods a class defines for the protocol only (its body sets
+    `state_protocol_only = True`, as grainfn's iterator bases do) do not
+    count: a subclass of `grainfn.DatasetIterator` that defines `__next__`
+    alone, or a grainfn pipeline's iterator, is positioned by counting.
 
     Examples:
         >>> class Counter:
@@ -89,15 +96,25 @@ def keeps_own_state(iterator: Any) -> bool:
         ...     def set_state(self, state): self.n = state["n"]
         >>> keeps_own_state(Counter()), keeps_own_state(iter([1, 2]))
         (True, False)
+        >>> class Base(Counter):
+        ...     state_protocol_only = True
+        ...     def get_state(self): raise NotImplementedError
+        ...     def set_state(self, state): raise NotImplementedError
+        >>> class NextOnly(Base):
+        ...     def __next__(self): return 1
+        >>> keeps_own_state(NextOnly())
+        False
     """
     return all(_own_method(type(iterator), name) for name in ("get_state", "set_state"))
 
 
 def _own_method(cls: type, name: str) -> bool:
+    """Whether the class in `cls`'s MRO that defines `name` defines it as a state of its own."""
     for klass in cls.__mro__:
         if name in vars(klass):
-            protocol_only = (klass.__module__, klass.__qualname__) in _PROTOCOL_ONLY
-            return callable(vars(klass)[name]) and not protocol_only
+            protocol_only = vars(klass).get(STATE_PROTOCOL_ONLY, False) is True
+            unmarked = (klass.__module__, klass.__qualname__) in _UNMARKED_BASES
+            return callable(vars(klass)[name]) and not (protocol_only or unmarked)
     return False
 
 
