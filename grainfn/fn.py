@@ -64,6 +64,7 @@ from grainfn._src.stages.shuffle import shuffle as shuffle
 from grainfn._src.stages.slice import slice as slice
 from grainfn._src.stages.sources import range as range
 from grainfn._src.stages.sources import source as source
+from grainfn._src.stages.take_while import take_while as take_while
 from grainfn._src.stages.thread_prefetch import thread_prefetch as thread_prefetch
 from grainfn._src.stages.window_shuffle import WindowShuffleState as WindowShuffleState
 from grainfn._src.stages.window_shuffle import window_shuffle as window_shuffle
