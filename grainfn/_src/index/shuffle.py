@@ -14,29 +14,43 @@ permutation for all lengths in [1, 2**63).
 `permute_index` is Grain's `index_shuffle` with any even number of rounds in
 [4, 1024] (the key words are `seed_seq.generate` of that many words); only
 4 rounds, the shuffle's, have the vectorized numpy and jax paths.
+
+The cipher itself is `grainfn._src.index.cipher`; the jax path is
+`grainfn._src.index.shuffle_jax`, imported only for jax input.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from grainfn._src.index.cipher import (
+    M32,
+    ROUNDS,
+    SEED_SEQ_INIT,
+    TABLE_BITS,
+    array_keys,
+    block_bits,
+    encrypt,
+    int_keys,
+    key_dtype,
+    walk_int,
+)
+
 _Array = TypeVar("_Array")
 
-_ROUNDS = 4  # MapDataset.shuffle's rounds; `permute_index` takes any even number in [4, 1024]
 _MAX_ROUNDS = 1024
 _SEED_LIMIT = 2**32
 _MAX_LENGTH = 2**63 - 1
-_M32 = 0xFFFFFFFF
-_SEED_SEQ_INIT = 0x8B8B8B8B
-_TABLE_BITS = 16  # the smallest block: cycle-walked once per (length, seed) into a table
 _CHUNK = 1 << 16  # numpy temporaries of this many elements stay in cache
 _PYTHON_MAX = 16  # up to this many values are cheaper to encrypt with Python ints
-_TABLE_ROUND_BITS = 16  # half-blocks up to this many bits look the round function up in a table
+
+_block_bits = block_bits
+"""Transitional: tests/support/grain_shuffle.py reads this name; it goes once that reads
+`grainfn._src.index.cipher.block_bits`."""
 
 
 def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
@@ -108,10 +122,10 @@ def shuffle_index(index: int, length: int, seed: int) -> int:
     length, seed = _check_length(length), _check_seed(seed)
     index = _check_int(index, "index", "an integer >= 0", 0, None)
     epoch, position = divmod(index, length)
-    return _permute_int(position, length, (seed + epoch) & _M32) + epoch * length
+    return _permute_int(position, length, (seed + epoch) & M32) + epoch * length
 
 
-def permute_index(index: int, max_index: int, seed: int, rounds: int = _ROUNDS) -> int:
+def permute_index(index: int, max_index: int, seed: int, rounds: int = ROUNDS) -> int:
     """The image of `index` under the keyed permutation of `[0, max_index]` with `rounds` rounds.
 
     This is Grain's `index_shuffle(index, max_index, seed, rounds)`: with
@@ -152,7 +166,7 @@ def permute_index(index: int, max_index: int, seed: int, rounds: int = _ROUNDS) 
         )
     seed = _check_seed(seed)
     rounds = _as_int(rounds, "rounds", "an even integer between 4 and 1024")
-    if rounds % 2 or not _ROUNDS <= rounds <= _MAX_ROUNDS:
+    if rounds % 2 or not ROUNDS <= rounds <= _MAX_ROUNDS:
         raise ValueError(f"rounds must be an even integer between 4 and 1024, got rounds={rounds}.")
     return _permute_int(index, max_index + 1, seed, rounds)
 
@@ -186,142 +200,22 @@ def _check_seed(seed: Any) -> int:
     return _check_int(seed, "seed", "an integer in [0, 2**32)", 0, _SEED_LIMIT - 1)
 
 
-def _block_bits(max_index: int) -> int:
-    bits = max_index.bit_length()
-    return max(_TABLE_BITS, bits + (bits & 1))
-
-
-def _generate_keys(
-    seeds: Any, init: Any, wrap: Callable[[Any], Any], rounds: int = _ROUNDS
-) -> list[Any]:
-    """`std::seed_seq{seed}.generate()` of `rounds` words ([rand.util.seedseq]).
-
-    Elementwise over Python ints (`wrap` reduces mod 2**32) or over numpy / jax
-    uint32 arrays (which wrap by themselves; `init` then has the seeds' shape).
-    """
-    n, s = rounds, 1  # n output words from s = 1 input word
-    t = 11 if n >= 623 else 7 if n >= 68 else 5 if n >= 39 else 3 if n >= 7 else (n - 1) // 2
-    p, m = (n - t) // 2, max(s + 1, n)
-    q = p + t
-    b = [init] * n
-    for k in range(m):
-        x = b[k % n] ^ b[(k + p) % n] ^ b[(k - 1) % n]
-        r1 = wrap(1664525 * (x ^ (x >> 27)))
-        r2 = wrap(r1 + (s if k == 0 else k % n + seeds if k <= s else k % n))
-        b[(k + p) % n] = wrap(b[(k + p) % n] + r1)
-        b[(k + q) % n] = wrap(b[(k + q) % n] + r2)
-        b[k % n] = r2
-    for k in range(m, m + n):
-        x = wrap(b[k % n] + b[(k + p) % n] + b[(k - 1) % n])
-        r3 = wrap(1566083941 * (x ^ (x >> 27)))
-        r4 = wrap(r3 - k % n)
-        b[(k + p) % n] ^= r3
-        b[(k + q) % n] ^= r4
-        b[k % n] = r4
-    return b
-
-
-@functools.lru_cache(maxsize=1024)
-def _int_keys(seed: int, word_bits: int, rounds: int) -> tuple[int, ...]:
-    mask = (1 << word_bits) - 1
-    keys = _generate_keys(seed, _SEED_SEQ_INIT, lambda x: x & _M32, rounds)
-    return tuple(k & mask for k in keys)
-
-
-def _encrypt_int(value: int, w: int, keys: tuple[int, ...]) -> int:
-    mask, s1, s2, s8 = (1 << w) - 1, w - 1, w - 2, w - 8
-    left, right = value >> w, value & mask
-    for key1, key2 in zip(keys[::2], keys[1::2], strict=True):
-        x = right
-        left ^= ((((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask) ^ key1
-        x = left
-        right ^= ((((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask) ^ key2
-    return left << w | right
-
-
-def _walk_int(value: int, max_index: int, w: int, keys: tuple[int, ...]) -> int:
-    """Encrypts `value` at least once, then until it lies in [0, max_index]."""
-    value = _encrypt_int(value, w, keys)
-    while value > max_index:
-        value = _encrypt_int(value, w, keys)
-    return value
-
-
-def _permute_int(position: int, length: int, seed: int, rounds: int = _ROUNDS) -> int:
+def _permute_int(position: int, length: int, seed: int, rounds: int = ROUNDS) -> int:
     max_index = length - 1
     if max_index == 0:
         return 0
-    bits = _block_bits(max_index)
-    if bits == _TABLE_BITS:
+    bits = block_bits(max_index)
+    if bits == TABLE_BITS:
         return int(_table(length, seed, rounds)[position])
-    return _walk_int(position, max_index, bits // 2, _int_keys(seed, bits // 2, rounds))
-
-
-def _encrypt(value: Any, w: int, keys: Sequence[Any]) -> Any:
-    """Encrypts a numpy or jax uint32 / uint64 array of `2 * w`-bit values."""
-    if w <= _TABLE_ROUND_BITS and isinstance(value, np.ndarray):
-        return _encrypt_by_table(value, w, keys)
-    mask, s1, s2, s8 = np.uint32((1 << w) - 1), w - 1, w - 2, w - 8
-
-    def f(x: Any) -> Any:  # Simon's round function, rotations within w bits
-        return (((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask
-
-    left, right = (value >> w).astype(np.uint32), (value & mask).astype(np.uint32)
-    for k in range(0, len(keys), 2):
-        left = left ^ f(right) ^ keys[k]
-        right = right ^ f(left) ^ keys[k + 1]
-    return (left.astype(value.dtype) << w) | right.astype(value.dtype)
-
-
-def _encrypt_by_table(value: np.ndarray, w: int, keys: Sequence[Any]) -> np.ndarray:
-    """`_encrypt` for numpy with the round function looked up in a table of all w-bit inputs.
-
-    One gather replaces the eleven array operations of the round function, and
-    the halves are worked on in place as uint16: the keys must be uint16 too
-    (`_key_dtype`).
-    """
-    table: Any = _round_table(w)
-    left: Any = (value >> w).astype(np.uint16)
-    right: Any = (value & value.dtype.type((1 << w) - 1)).astype(np.uint16)
-    looked_up = np.empty_like(left)
-    for k in range(0, len(keys), 2):
-        left ^= table.take(right, out=looked_up)
-        left ^= keys[k]
-        right ^= table.take(left, out=looked_up)
-        right ^= keys[k + 1]
-    out = left.astype(value.dtype)
-    out <<= value.dtype.type(w)
-    out |= right
-    return out
-
-
-def _key_dtype(w: int) -> type[np.unsignedinteger[Any]]:
-    """The dtype numpy encryption takes its round keys in: uint16 where the table is used."""
-    return np.uint16 if w <= _TABLE_ROUND_BITS else np.uint32
-
-
-@functools.cache
-def _round_table(w: int) -> np.ndarray:
-    """Simon's round function of every w-bit value: `_encrypt_by_table` looks it up."""
-    x = np.arange(1 << w, dtype=np.uint32)
-    mask, s1, s2, s8 = np.uint32((1 << w) - 1), w - 1, w - 2, w - 8
-    table = (((x << 1 | x >> s1) & (x << 8 | x >> s8)) ^ (x << 2 | x >> s2)) & mask
-    table = table.astype(np.uint16)
-    table.flags.writeable = False
-    return table
-
-
-def _array_keys(seeds: Any, init: Any, w: int) -> list[Any]:
-    mask = np.uint32((1 << w) - 1)
-    return [k & mask for k in _generate_keys(seeds, init, lambda x: x)]
+    return walk_int(position, max_index, bits // 2, int_keys(seed, bits // 2, rounds))
 
 
 @functools.lru_cache(maxsize=32)
 def _table(length: int, seed: int, rounds: int) -> np.ndarray:
     """The cycle-walked permutation of [0, length) for a 16-bit block, as uint16."""
-    keys = [np.uint16(k) for k in _int_keys(seed, _TABLE_BITS // 2, rounds)]
-    block = np.arange(1 << _TABLE_BITS, dtype=np.uint32)
-    succ = _encrypt(block, _TABLE_BITS // 2, keys).astype(np.intp)
+    keys = [np.uint16(k) for k in int_keys(seed, TABLE_BITS // 2, rounds)]
+    block = np.arange(1 << TABLE_BITS, dtype=np.uint32)
+    succ = encrypt(block, TABLE_BITS // 2, keys).astype(np.intp)
     # Pointer doubling: after r rounds succ[x] is the first in-range value among the
     # first 2**r cipher steps from x (else the 2**r-th); cycles have <= 2**16 steps.
     while (succ[:length] >= length).any():
@@ -334,40 +228,40 @@ def _table(length: int, seed: int, rounds: int) -> np.ndarray:
 def _permute_numpy(position: np.ndarray, length: int, seeds: int | np.ndarray) -> np.ndarray:
     """Permutes int64 positions in [0, length) with one seed or a uint32 seed per element."""
     max_index = length - 1
-    bits = _block_bits(max_index)
+    bits = block_bits(max_index)
     if max_index == 0:
         return np.zeros(position.shape, np.uint16)
-    if bits == _TABLE_BITS:
+    if bits == TABLE_BITS:
         if isinstance(seeds, int):
-            return _table(length, seeds, _ROUNDS)[position]
+            return _table(length, seeds, ROUNDS)[position]
         out = np.empty(position.shape, np.uint16)
         for seed in np.unique(seeds):
             selected = seeds == seed
-            out[selected] = _table(length, int(seed), _ROUNDS)[position[selected]]
+            out[selected] = _table(length, int(seed), ROUNDS)[position[selected]]
         return out
     w = bits // 2
     if position.size <= _PYTHON_MAX:
         seed_list = [seeds] * position.size if isinstance(seeds, int) else seeds.tolist()
         pairs = zip(position.tolist(), seed_list, strict=True)
         return np.array(
-            [_walk_int(p, max_index, w, _int_keys(s, w, _ROUNDS)) for p, s in pairs], np.uint64
+            [walk_int(p, max_index, w, int_keys(s, w, ROUNDS)) for p, s in pairs], np.uint64
         )
-    half = _key_dtype(w)
+    half = key_dtype(w)
     if isinstance(seeds, int):
-        keys: list[Any] = [half(k) for k in _int_keys(seeds, w, _ROUNDS)]
+        keys: list[Any] = [half(k) for k in int_keys(seeds, w, ROUNDS)]
     else:
-        keys = _array_keys(seeds, np.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
+        keys = array_keys(seeds, np.full(seeds.shape, SEED_SEQ_INIT, np.uint32), w)
         keys = [k.astype(half) for k in keys]
-    value = _encrypt(position.astype(np.uint32 if bits <= 32 else np.uint64), w, keys)
+    value = encrypt(position.astype(np.uint32 if bits <= 32 else np.uint64), w, keys)
     active = np.flatnonzero(value > max_index)
     while active.size > _PYTHON_MAX:  # cycle walking: re-encrypt only values out of range
         walk_keys = keys if isinstance(seeds, int) else [k[active] for k in keys]
-        walked = _encrypt(value[active], w, walk_keys)
+        walked = encrypt(value[active], w, walk_keys)
         value[active] = walked
         active = active[walked > max_index]
     for i in active.tolist():  # the last few stragglers are cheaper one by one
         seed = seeds if isinstance(seeds, int) else int(seeds[i])
-        value[i] = _walk_int(int(value[i]), max_index, w, _int_keys(seed, w, _ROUNDS))
+        value[i] = walk_int(int(value[i]), max_index, w, int_keys(seed, w, ROUNDS))
     return value
 
 

@@ -1,7 +1,7 @@
 """The shuffle bijection on jax arrays: `shuffle_indices` of jax input, and `permute_jax`.
 
-The same cipher, keys and cycle walking as `grainfn._src.index.shuffle`,
-traceable under `jax.jit` and `jax.vmap`.
+The same cipher (`grainfn._src.index.cipher`), keys and cycle walking as
+`grainfn._src.index.shuffle`, traceable under `jax.jit` and `jax.vmap`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.index.shuffle import _SEED_SEQ_INIT, _array_keys, _block_bits, _encrypt
+from grainfn._src.index.cipher import SEED_SEQ_INIT, array_keys, block_bits, encrypt
 
 
 def shuffle_jax(indices: Any, length: int, seed: int) -> Any:
@@ -22,7 +22,7 @@ def shuffle_jax(indices: Any, length: int, seed: int) -> Any:
 
     if not jnp.issubdtype(indices.dtype, jnp.integer):
         raise TypeError(f"indices must be integers, got dtype {indices.dtype}.")
-    bits = _block_bits(length - 1)
+    bits = block_bits(length - 1)
     if bits > 32 and jax.dtypes.canonicalize_dtype(np.uint64) != np.uint64:
         raise ValueError(
             f"length {length} needs a {bits}-bit shuffle block, but jax runs in 32-bit mode; "
@@ -48,7 +48,7 @@ def _jax_kernel() -> Callable[[Any, int, int], Any]:
     def kernel(indices: Any, length: int, seed: int) -> Any:
         if length == 1:
             return indices
-        bits = _block_bits(length - 1)
+        bits = block_bits(length - 1)
         index_dtype = np.uint64 if indices.dtype.itemsize == 8 else np.uint32
         positions = indices.astype(index_dtype)
         epoch = base = jnp.zeros_like(positions)
@@ -84,15 +84,15 @@ def permute_jax(offsets: Any, length: int, seeds: Any) -> Any:
 
     if length == 1:
         return jnp.zeros_like(offsets)
-    w = _block_bits(length - 1) // 2
+    w = block_bits(length - 1) // 2
     limit = np.dtype(offsets.dtype).type(length - 1)
     seeds = jnp.broadcast_to(jnp.asarray(seeds, np.uint32), jnp.shape(offsets))
-    keys = _array_keys(seeds, jnp.full(seeds.shape, _SEED_SEQ_INIT, np.uint32), w)
+    keys = array_keys(seeds, jnp.full(seeds.shape, SEED_SEQ_INIT, np.uint32), w)
     # An offset outside [0, length) (a branch computed but not taken) could start a
     # cycle that never comes back into range: clamp it, so that the loop always ends.
     offsets = jnp.minimum(offsets, limit)
     return jax.lax.while_loop(  # cycle walking: encrypt again until inside [0, length)
         lambda v: jnp.any(v > limit),
-        lambda v: jnp.where(v > limit, _encrypt(v, w, keys), v),
-        _encrypt(offsets, w, keys),
+        lambda v: jnp.where(v > limit, encrypt(v, w, keys), v),
+        encrypt(offsets, w, keys),
     )
