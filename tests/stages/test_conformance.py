@@ -48,6 +48,10 @@ def keep_even(x: int) -> bool:
     return x % 2 == 0
 
 
+def below_five(x: int) -> bool:
+    return x < 5
+
+
 def draw(x: int, rng: np.random.Generator) -> int:
     return x * 1000 + int(rng.integers(1000))
 
@@ -106,6 +110,7 @@ EXAMPLES: list[Example] = [
     Example("window_shuffle(3, seed=1)", lambda: fn.window_shuffle(3, fn.range(7), seed=1)),
     Example("window_shuffle(3, seed=1)", lambda: fn.window_shuffle(3, numbers(7), seed=1)),
     Example("limit(4)", lambda: fn.limit(4, numbers(9))),
+    Example("take_while(below_five)", lambda: fn.take_while(below_five, numbers(9))),
     Example("repeat(3 epochs)", lambda: fn.repeat(3, fn.shuffle(fn.range(4), seed=5))),
     Example("repeat(forever)", lambda: fn.repeat(None, fn.range(4))),
     Example("repeat(2)", lambda: fn.repeat(2, numbers(3))),
