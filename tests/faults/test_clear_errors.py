@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -560,24 +559,3 @@ def test_a_source_error_names_its_position_once_per_read() -> None:
         read(ds)
     notes = caught.value.__notes__
     assert len([n for n in notes if "Raised by the data source" in n]) == 1, notes
-
-
-def test_the_visualization_option_never_writes_through_a_planted_link(tmp_path: Path) -> None:
-    """The iterators the config option saves: a link planted at a name is a taken name."""
-    folder, elsewhere = tmp_path / "graphs", tmp_path / "elsewhere"
-    folder.mkdir()
-    elsewhere.mkdir()
-    (elsewhere / "victim").write_text("keep me")
-    (folder / "pipeline-0.txt").symlink_to(elsewhere / "victim")
-    (folder / "pipeline-1.txt").symlink_to(elsewhere / "made-through-a-link")
-    grain.config.update("py_dataset_visualization_output_dir", str(folder))
-    try:
-        batches = [b.tolist() for b in TEN.batch(5).to_iter_dataset()]
-    finally:
-        grain.config.update("py_dataset_visualization_output_dir", None)
-    assert batches == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
-    assert (elsewhere / "victim").read_text() == "keep me"
-    assert not (elsewhere / "made-through-a-link").exists()
-    assert (folder / "pipeline-0.txt").is_symlink() and (folder / "pipeline-1.txt").is_symlink()
-    assert "batch(5, sort_keys=True)" in (folder / "pipeline-2.txt").read_text()
-    assert (folder / "pipeline-2.dot").read_text().startswith("digraph")

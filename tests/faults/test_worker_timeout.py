@@ -11,7 +11,6 @@ the assertions are that the error comes, and what it and the data say.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import signal
@@ -242,17 +241,6 @@ def test_a_good_worker_timeout_is_taken(good: Any) -> None:
     assert loader.multiprocessing_options.worker_timeout == good
     assert list(loader) == [1, 2]
     assert_nothing_left()
-
-
-def test_multiprocessing_options_are_still_built_positionally_as_grain_does() -> None:
-    options = grain.MultiprocessingOptions(4, 2, True)  # Grain's three fields, in its order
-    assert (options.num_workers, options.per_worker_buffer_size) == (4, 2)
-    assert options.enable_profiling is True
-    assert options.worker_timeout is None  # the default: wait as long as the worker lives
-    names = [field.name for field in dataclasses.fields(grain.MultiprocessingOptions)]
-    assert names == ["num_workers", "per_worker_buffer_size", "enable_profiling", "worker_timeout"]
-    assert grain.MultiprocessingOptions(4, 2, True, 9.5).worker_timeout == 9.5
-    assert grain.MultiprocessingOptions() == grain.MultiprocessingOptions(0, 1, False, None)
 
 
 def million_workers_prefetched() -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import pickle
 import subprocess
@@ -24,12 +23,7 @@ from grainfn.experimental import ParquetIterDataset
 from grainfn.fn import ParquetPosition, parquet
 from grainfn.testing import assert_resumable
 
-TYPED_ROWS = 53  # the rows of conftest's typed file: 8 row groups of 7 rows, the last of 4
-
-
-def write(table: Any, path: Path, row_group_size: int) -> str:
-    pq.write_table(table, path, row_group_size=row_group_size)
-    return str(path)
+from support.parquet_files import TYPED_ROWS, write
 
 
 def assert_same(ours: Any, theirs: Any, where: str = "row") -> None:
@@ -141,19 +135,6 @@ def test_files_and_row_groups_without_rows(tmp_path: Path) -> None:
     assert_resumable(lambda: parquet(empty), max_elements=1, resume_points=2)
 
 
-def test_facade_get_state_and_set_state(typed_file: str, many_files: list[str]) -> None:
-    for path in (typed_file, many_files):
-        ds = ParquetIterDataset(path).map(lambda row: str(row.get("id", row.get("name"))))
-        it = iter(ds)
-        head = [next(it) for _ in range(9)]
-        saved = json.loads(json.dumps(it.get_state()))
-        rest = list(it)
-        again = iter(ds)
-        again.set_state(saved)
-        assert list(again) == rest
-        assert head + rest == list(ds)
-
-
 def test_a_state_of_another_file_or_past_the_end_is_refused(
     typed_file: str, many_files: list[str]
 ) -> None:
@@ -231,21 +212,3 @@ def test_import_grainfn_does_not_import_pyarrow_and_a_missing_one_says_what_to_i
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert 'pip install "grainfn[parquet]"' in result.stdout
-
-
-@pytest.mark.grain
-@pytest.mark.parametrize("part", [slice(1, None, 2), slice(0, 2), slice(None, None, -1)])
-def test_set_slice_reads_those_files_as_in_grain(many_files: list[str], part: slice) -> None:
-    import grain
-
-    theirs = grain.experimental.ParquetIterDataset(many_files)
-    theirs.set_slice(part)
-    ours = ParquetIterDataset(many_files)
-    ours.set_slice(part)
-    assert_rows_equal(list(ours), list(theirs))
-
-
-def test_set_slice_to_no_file_is_refused(many_files: list[str]) -> None:
-    ds = ParquetIterDataset(many_files)
-    with pytest.raises(ValueError, match="leaves no file to read"):
-        ds.set_slice(slice(len(many_files), None))

@@ -15,10 +15,6 @@ from grainfn import fn, testing
 from grainfn._src.core.dataset import pipeline_lines
 
 
-def keep(x: Any) -> bool:
-    return True
-
-
 def noise(x: Any, rng: np.random.Generator) -> Any:
     return x
 
@@ -73,34 +69,6 @@ def test_map_level_mix_with_seeded_components() -> None:
         "└─ slice(start=0, stop=2, step=1)  [length 2]\n"
         "   └─ range(0, 9, 1)  [length 9]"
     )
-
-
-def test_facade_objects_iterators_and_loaders() -> None:
-    ds = grain.MapDataset.range(5).seed(1).shuffle()
-    shown = (
-        "shuffle(seed=1189033389)  [length 5; seed from seed(1)]\n"
-        "└─ seed(1)  [length 5]\n"
-        "   └─ range(0, 5, 1)  [length 5]"
-    )
-    assert grain.describe_text(ds) == shown
-    assert grain.describe_text(ds.core) == shown
-    reading = (
-        "filter(keep)\n"
-        "└─ from_dataset()\n"
-        "   └─ shuffle(seed=1189033389)  [length 5; seed from seed(1)]\n"
-        "      └─ seed(1)  [length 5]\n"
-        "         └─ range(0, 5, 1)  [length 5]"
-    )
-    iter_ds = ds.to_iter_dataset().filter(keep)
-    assert grain.describe_text(iter_ds) == reading
-    assert grain.describe_text(iter(iter_ds)) == reading
-    assert grain.describe_text(fn.iterate(iter_ds.core)) == reading
-    assert fn.describe_text(fn.iterate(iter_ds.core)) == reading
-    loader = grain.load(list(range(10)), num_epochs=1, batch_size=4)
-    lines = grain.describe_text(loader).splitlines()
-    assert lines[0] == "from_dataset()"
-    assert lines[-1].endswith("└─ source(list, length 10)  [length 10]")
-    assert grain.describe_text(iter(loader)) == grain.describe_text(loader)
 
 
 def test_describe_prints_to_a_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,34 +94,6 @@ def test_a_failing_dot_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         fn.draw(fn.range(2), tmp_path / "graph.xyz")
 
 
-def test_the_visualization_option_saves_each_new_iterator(tmp_path: Path) -> None:
-    ds = grain.MapDataset.range(6).seed(1).shuffle().to_iter_dataset().batch(2)
-    grain.config.update("py_dataset_visualization_output_dir", tmp_path / "graphs")
-    try:
-        assert grain.config.py_dataset_visualization_output_dir == str(tmp_path / "graphs")
-        batches = [b.tolist() for b in iter(ds)]
-        iter(ds)
-    finally:
-        grain.config.update("py_dataset_visualization_output_dir", None)
-    iter(ds)  # the option is off again: nothing more is written
-    folder = tmp_path / "graphs"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "pipeline-0.dot",
-        "pipeline-0.txt",
-        "pipeline-1.dot",
-        "pipeline-1.txt",
-    ]
-    assert (folder / "pipeline-0.txt").read_text() == grain.describe_text(ds) + "\n"
-    assert (folder / "pipeline-1.dot").read_text() == grain.to_dot(ds)
-    assert batches == [b.tolist() for b in ds]
-
-
-def test_the_visualization_option_takes_a_folder_or_none() -> None:
-    with pytest.raises(TypeError, match="takes a str or None, got 3 of type int"):
-        grain.config.update("py_dataset_visualization_output_dir", 3)
-    assert grain.config.py_dataset_visualization_output_dir is None
-
-
 def test_save_pipeline_never_writes_through_a_planted_symbolic_link(tmp_path: Path) -> None:
     """A shared output folder: links planted at the next names (one to a file, one dangling)
     are taken as used names, and their targets are never created or written."""

@@ -209,23 +209,6 @@ def test_counters_survive_pickling() -> None:
     assert copy.counter.elements == 4 and timed.counter.elements == 3
 
 
-def test_config_errors_name_the_options() -> None:
-    with pytest.raises(ValueError, match=r"Unknown config option 'py_debug'.*'py_debug_mode'"):
-        grain.config.update("py_debug", True)
-    with pytest.raises(ValueError, match="Unknown config option 'nope'"):
-        grain.config.get_or_default("nope")
-    with pytest.raises(ValueError, match="Unknown config option"):
-        _ = grain.config.interleaved_shuffle
-    with pytest.raises(TypeError, match="takes a bool, got 'yes' of type str"):
-        grain.config.update("py_debug_mode", "yes")
-    with pytest.raises(AttributeError, match=r"config\.update"):
-        grain.config.py_debug_mode = True
-    assert grain.config.get_or_default("py_debug_mode") is False
-    assert repr(grain.config) == (
-        "Config(py_debug_mode=False, py_dataset_visualization_output_dir=None)"
-    )
-
-
 def test_timed_refuses_other_values() -> None:
     with pytest.raises(TypeError, match=r"timed takes a grainfn Dataset or Stream, got \[1\]"):
         fn.timed([1])

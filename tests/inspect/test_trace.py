@@ -220,13 +220,6 @@ def dataclasses_frozen_error() -> type[Exception]:
     return dataclasses.FrozenInstanceError
 
 
-def test_facade_map_dataset_is_traced_through_its_core() -> None:
-    ds = grain.MapDataset.range(20).seed(5).shuffle().slice(slice(2, 12))
-    for index in range(len(ds)):
-        assert grain.trace(ds, index).source_index == ds[index]
-    assert grain.trace(ds, 3) == fn.trace(ds.core, 3)
-
-
 def test_timed_stages_add_no_rows() -> None:
     ds = fn.shuffle(fn.range(8), seed=2)
     assert fn.trace(fn.timed(ds), 5) == fn.trace(ds, 5)

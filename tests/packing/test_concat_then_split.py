@@ -379,30 +379,6 @@ def test_a_meta_feature_longer_than_its_row_is_refused_after_the_rows_before_it(
         next(it)
 
 
-def test_bos_handling_follows_grains_rules() -> None:
-    parent = documents(3)
-    with pytest.raises(
-        TypeError, match=r"bos_handling must be a grainfn\.experimental\.BOSHandling"
-    ):
-        ConcatThenSplitIterDataset(parent, length_struct={"a": 4}, bos_handling="replace")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="take effect only with"):
-        ConcatThenSplitIterDataset(parent, length_struct={"tokens": 4}, bos_token_id=3)
-    with pytest.raises(ValueError, match="needs a bos_token_id"):
-        ConcatThenSplitIterDataset(
-            parent,
-            length_struct={"tokens": 4},
-            bos_handling=BOSHandling.REPLACE_FIRST_TOKEN_WITH_BOS,
-        )
-    unchanged = ConcatThenSplitIterDataset(  # no bos_features: nothing to replace, as in Grain
-        parent,
-        length_struct={"tokens": 4, "doc": 4},
-        bos_handling=BOSHandling.REPLACE_FIRST_TOKEN_WITH_BOS,
-        bos_token_id=9,
-    )
-    plain = ConcatThenSplitIterDataset(parent, length_struct={"tokens": 4, "doc": 4})
-    assert_all_equal(list(unchanged), list(plain))
-
-
 def test_a_state_of_another_pipeline_or_a_corrupt_one_is_refused() -> None:
     it = iter(packed())
     next(it)

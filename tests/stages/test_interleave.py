@@ -16,8 +16,6 @@ from grainfn._src.stages.interleave import InterleavedDatasetsStream, Interleave
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from support.facade_resuming import assert_get_state_resumes
-
 pytestmark = pytest.mark.grain
 
 
@@ -112,14 +110,6 @@ def nested() -> Any:
 def test_interleave_resumes_at_any_element(make: Any) -> None:
     count = len(list(fn.iterate(make())))
     assert_resumable(make, max_elements=count + 1, resume_points=count + 2)
-
-
-def test_facade_get_state_and_set_state_resume_an_interleave() -> None:
-    def make() -> Any:
-        datasets = grain.MapDataset.range(4).map(lambda i: grain.MapDataset.range(10 * i, 11 * i))
-        return InterleaveIterDataset(datasets, cycle_length=2).batch(2, batch_fn=list)
-
-    assert_get_state_resumes(make)
 
 
 def test_prefetch_rebuilds_a_list_and_leaves_a_dataset_of_datasets_alone() -> None:

@@ -15,8 +15,6 @@ from grainfn import fn
 from grainfn.experimental import RebatchIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from support.facade_resuming import assert_get_state_resumes
-
 pytestmark = pytest.mark.grain
 
 Pair = collections.namedtuple("Pair", ["ids", "weights"])
@@ -101,13 +99,6 @@ def test_one_piece_is_a_slice_and_several_are_concatenated() -> None:
     first, second = list(fn.iterate(stream))[:2]
     assert np.shares_memory(first, parent)  # a view into the parent batch, as in Grain
     assert second.tolist() == [[6, 7], [0, 1], [2, 3]]
-
-
-def test_facade_get_state_and_set_state_resume_a_rebatch() -> None:
-    def make() -> Any:
-        return RebatchIterDataset(grain.MapDataset.range(13).to_iter_dataset().batch(5), 4)
-
-    assert_get_state_resumes(make)
 
 
 def read_rebatched(elements: list[Any], batch_size: int = 2) -> list[Any]:

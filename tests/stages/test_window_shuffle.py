@@ -15,8 +15,6 @@ from grainfn._src.stages.window_shuffle import window_order
 from grainfn.experimental import WindowShuffleIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from support.facade_resuming import assert_get_state_resumes
-
 pytestmark = pytest.mark.grain
 
 
@@ -91,14 +89,6 @@ def test_the_state_holds_the_window_start_and_a_count() -> None:
     assert states[3] == fn.WindowShuffleState(1, 0, fn.DatasetPosition(4))
     assert states[5] == fn.WindowShuffleState(1, 2, fn.DatasetPosition(4))
     assert states[9] == fn.WindowShuffleState(3, 0, fn.DatasetPosition(10))
-
-
-def test_facade_get_state_and_set_state_resume_a_window_shuffle() -> None:
-    def make() -> Any:
-        ds = grain.MapDataset.range(11).to_iter_dataset()
-        return WindowShuffleIterDataset(ds, window_size=4, seed=5)
-
-    assert_get_state_resumes(make)
 
 
 def test_bad_input_is_refused_with_what_is_allowed() -> None:

@@ -15,8 +15,6 @@ from grainfn._src.stages.zip import zip_indices
 from grainfn.experimental import ZipIterDataset, ZipMapDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
-from support.facade_resuming import assert_get_state_resumes
-
 pytestmark = pytest.mark.grain
 
 
@@ -125,14 +123,6 @@ def zipped_streams() -> Any:
 def test_zip_resumes_at_any_element(make: Any) -> None:
     count = len(list(fn.iterate(make())))
     assert_resumable(make, max_elements=count + 1, resume_points=count + 2)
-
-
-def test_facade_get_state_and_set_state_resume_a_zip() -> None:
-    def make() -> Any:
-        a = grain.MapDataset.range(7).to_iter_dataset()
-        return ZipIterDataset([a, grain.MapDataset.range(10, 20)], strict=False)
-
-    assert_get_state_resumes(make)
 
 
 def test_bad_input_is_refused_with_what_is_allowed() -> None:
