@@ -43,7 +43,7 @@ def read_grain(spec: tuple[Any, ...]) -> list[Any] | type[Exception]:
 
 
 @settings(max_examples=200)
-@given(stream_specs())
+@given(stream_specs(grain_only=True))
 def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
     note(f"spec = {spec!r}")
     expected = read_grain(spec)
@@ -59,7 +59,7 @@ def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
 
 
 @settings(max_examples=100)
-@given(stream_specs(), st.integers(0, 40))
+@given(stream_specs(grain_only=True), st.integers(0, 40))
 def test_a_state_written_in_grains_format_continues_in_grain(
     spec: tuple[Any, ...], taken: int
 ) -> None:

@@ -67,7 +67,7 @@ def grain_reads(spec: tuple[Any, ...]) -> bool:
 
 
 @settings(max_examples=6, deadline=None)
-@given(stream_specs(), st.integers(1, 3), st.integers(1, 3))
+@given(stream_specs(grain_only=True), st.integers(1, 3), st.integers(1, 3))
 def test_random_pipelines_come_in_grains_worker_order(
     spec: tuple[Any, ...], workers: int, buffer: int
 ) -> None:

@@ -93,7 +93,7 @@ def test_map_datasets_wrap_the_core_value(spec: tuple[Any, ...]) -> None:
 
 
 @settings(max_examples=100)
-@given(stream_specs())
+@given(stream_specs(grain_only=True))
 def test_iter_datasets_wrap_the_core_stream(spec: tuple[Any, ...]) -> None:
     note(f"spec = {spec!r}")
     built = build_both(build_stream, build_grain_stream, spec)

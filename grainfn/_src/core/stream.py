@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import pipeline_lines
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.random_stage import RandomStage
 
 T = TypeVar("T")
 
@@ -131,6 +132,9 @@ class Stream(Generic[T]):
     next_index_rule: ClassVar[str | None] = None
     """How Grain's `get_next_index` and `set_next_index` cross this stage: a key of
     `grainfn._src.grain_states.next_index.RULES` (None: its position is not one index)."""
+    random_stage: ClassVar[RandomStage | None] = None
+    """How `grainfn.testing`'s random pipelines draw this stage (see
+    `grainfn._src.core.random_stage`); None: by a rule of their own, or not at all."""
 
     @property
     def parents(self) -> tuple[Any, ...]:
@@ -234,6 +238,25 @@ class WrappingStream(OneParentStream):
     def check_state(self, state: Any, path: str = "") -> None:
         records.check_record(state, self.record, self.describe_stage(), path)
         self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
+
+
+def stage_kinds() -> list[type[Stream[Any]]]:
+    """The stream stage classes grainfn's imported modules define, by qualified name.
+
+    A user's own subclasses are left out: declarations on these describe the library.
+
+    Examples:
+        >>> from grainfn._src.stages.limit import LimitedStream
+        >>> LimitedStream in stage_kinds()
+        True
+    """
+    found: list[type[Stream[Any]]] = []
+    bases: list[type[Stream[Any]]] = [Stream]
+    while bases:
+        kind = bases.pop()
+        found += [kind] if kind.__module__.startswith("grainfn.") else []
+        bases += kind.__subclasses__()
+    return sorted(set(found), key=lambda kind: (kind.__module__, kind.__qualname__))
 
 
 def reads_in_processes(cursor: Cursor) -> bool:

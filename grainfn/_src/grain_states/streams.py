@@ -47,7 +47,7 @@ from typing import Any
 
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
-from grainfn._src.core.stream import PassThroughStream, Stream
+from grainfn._src.core.stream import PassThroughStream, Stream, stage_kinds
 from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.grain_states.loaders import dataset_position, reads_loader_records
 from grainfn._src.packing.concat_then_split import ConcatThenSplitState, ConcatThenSplitStream
@@ -83,19 +83,8 @@ def stages() -> list[str]:
         root = importlib.import_module(f"grainfn._src.{package}")
         for module in pkgutil.walk_packages(root.__path__, f"{root.__name__}."):
             importlib.import_module(module.name)
-    declared = {
-        kind.grain_keys.stage
-        for kind in _kinds(Stream)
-        if kind.grain_keys is not None and kind.__module__.startswith("grainfn.")
-    }
+    declared = {kind.grain_keys.stage for kind in stage_kinds() if kind.grain_keys is not None}
     return sorted(declared | set(_IRREGULAR_NAMES), key=str.lower)
-
-
-def _kinds(base: type[Stream[Any]]) -> set[type[Stream[Any]]]:
-    found = {base}
-    for kind in base.__subclasses__():
-        found |= _kinds(kind)
-    return found
 
 
 def _supported() -> str:

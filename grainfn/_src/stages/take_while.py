@@ -19,6 +19,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_stream
 from grainfn._src.core.dataset import function_name
+from grainfn._src.core.random_stage import RandomStage
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream, element_before
 
 T = TypeVar("T")
@@ -37,6 +38,7 @@ class TakenWhileStream(OneParentStream):
     """The parent's elements while `predicate` accepts them."""
 
     spec_rule = "parent"
+    random_stage = RandomStage("take_while", ("predicate",))
 
     predicate: Callable[[Any], Any]
 

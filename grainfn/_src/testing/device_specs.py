@@ -17,13 +17,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.testing.specs import (
-    _apply_fn,
-    _element_op,
-    _index_op,
-    optional_seeds,
-    seeds,
-)
+from grainfn._src.testing.specs import INTEGERS, apply_op, draw_op, seeds
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
 """Device heads: `range`; a source of rows of a dtype; a dict of two row arrays; a list or
@@ -32,14 +26,6 @@ tuple of items (arrays of shape (2,), stacked on device)."""
 PLAIN_HEADS = ("range", "int32")
 """Heads whose elements are integers the element functions (map, map_with_index,
 random_map) take, with the same results on host and device."""
-
-
-def add_key_draw(x: Any, key: Any) -> Any:
-    """X plus a random int32 in [0, 1000) drawn with a `jax.random` key (rng="jax")."""
-    import jax
-    import jax.numpy as jnp
-
-    return x + jax.random.randint(key, (), 0, 1000, dtype=jnp.int32)
 
 
 @st.composite
@@ -84,23 +70,11 @@ def device_op(
     No batch unless `batch`; no element function (map, random_map with jax
     keys) unless `elements`, and no map_with_index unless also `with_index`.
     """
-    functions = ["map", "random_map"] + (["map_with_index"] if with_index else [])
-    kind = draw(
-        st.sampled_from(
-            ["seed", "shuffle", "window_shuffle", "slice", "take", "repeat"]
-            + (functions if elements else [])
-            + (["batch"] if batch else [])
-        )
-    )
-    if kind == "window_shuffle":
-        return ("window_shuffle", draw(st.integers(1, 12)), draw(optional_seeds))
-    if kind == "batch":
-        return ("batch", draw(st.integers(1, 5)), True)
-    if kind == "random_map":
-        return ("random_map_jax", draw(seeds))
-    if kind in ("seed", "map", "map_with_index"):
-        return _element_op(draw, kind)
-    return _index_op(draw, kind)
+    functions = ["map", "random_map_jax"] + (["map_with_index"] if with_index else [])
+    kinds = ["seed", "shuffle", "window_shuffle", "slice", "take", "repeat"]
+    kinds += (functions if elements else []) + (["batch"] if batch else [])
+    op = draw_op(draw, kinds, INTEGERS, "dataset")
+    return (*op[:2], True) if op[0] == "batch" else op  # remainders dropped: one shape
 
 
 def device_source(kind: str, length: int) -> Dataset:
@@ -133,10 +107,5 @@ def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
     else:
         ds = device_source(head[0], head[1])
     for op in ops:
-        if op[0] == "window_shuffle":
-            ds = fn.window_shuffle(op[1], ds, seed=op[2])
-        elif op[0] == "random_map_jax":
-            ds = fn.random_map(add_key_draw, ds, seed=op[1], rng="jax")
-        else:
-            ds = _apply_fn(op, ds)
+        ds = apply_op(op, ds)
     return ds

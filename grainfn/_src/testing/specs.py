@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.dataset import INFINITE, Dataset
-from grainfn._src.core.stream import Stream
+from grainfn._src.core.stream import Stream, stage_kinds
 
 
 def add_one(x: Any) -> Any:
@@ -44,6 +44,14 @@ def add_draw(x: Any, rng: np.random.Generator) -> Any:
 def add_uniform(x: Any, rng: np.random.Generator) -> Any:
     """X plus a random float in [0, 1)."""
     return x + rng.random()
+
+
+def add_key_draw(x: Any, key: Any) -> Any:
+    """X plus a random int32 in [0, 1000) drawn with a `jax.random` key (rng="jax")."""
+    import jax
+    import jax.numpy as jnp
+
+    return x + jax.random.randint(key, (), 0, 1000, dtype=jnp.int32)
 
 
 def keep_mostly(x: Any) -> bool:
@@ -92,11 +100,158 @@ INTEGERS = Functions()
 seeds = st.integers(0, 2**32 - 1)
 optional_seeds = st.one_of(st.none(), seeds)
 
+Draw = Callable[..., Any]
+"""Hypothesis's `draw` of a composite strategy."""
 
-def _slice_op(draw: Any) -> tuple[Any, ...]:
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A stage random pipelines hold: how its spec's arguments are drawn, how it is built.
+
+    `draw(draw, functions, level)` gives the arguments (`level` is "dataset"
+    or "stream"); `build(data, arguments, functions)` applies the stage.
+    """
+
+    draw: Callable[[Draw, Functions, str], tuple[Any, ...]]
+    build: Callable[[Any, tuple[Any, ...], Functions], Any]
+
+
+def _slice_arguments(draw: Draw, functions: Functions, level: str) -> tuple[Any, ...]:
     bound = st.one_of(st.none(), st.integers(-12, 12))
     step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
-    return ("slice", draw(bound), draw(bound), draw(step))
+    return (draw(bound), draw(bound), draw(step))
+
+
+def _repeat_arguments(draw: Draw, functions: Functions, level: str) -> tuple[Any, ...]:
+    if level == "stream":
+        return (draw(st.integers(1, 3)),)
+    return (draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
+
+
+def _repeat(data: Any, arguments: tuple[Any, ...], functions: Functions) -> Any:
+    if len(arguments) == 1:  # a stream's
+        return fn.repeat(arguments[0], data)
+    return fn.repeat(arguments[0], data, reseed_each_epoch=arguments[1])
+
+
+def _take(data: Any, arguments: tuple[Any, ...], functions: Functions) -> Any:
+    return fn.slice([p % data.length for p in arguments[0]] if data.length else [], data)
+
+
+def _named(table: str) -> Callable[[Draw, Functions, str], tuple[Any, ...]]:
+    """Draws the name of one of `functions`' `table` (maps, random_maps, filters)."""
+    return lambda draw, functions, level: (
+        draw(st.sampled_from(sorted(getattr(functions, table)))),
+    )
+
+
+KINDS: dict[str, Kind] = {
+    "seed": Kind(lambda draw, f, level: (draw(seeds),), lambda x, a, f: fn.seed(a[0], x)),
+    "shuffle": Kind(
+        lambda draw, f, level: (draw(optional_seeds),), lambda x, a, f: fn.shuffle(x, seed=a[0])
+    ),
+    "window_shuffle": Kind(
+        lambda draw, f, level: (draw(st.integers(1, 12)), draw(optional_seeds)),
+        lambda x, a, f: fn.window_shuffle(a[0], x, seed=a[1]),
+    ),
+    "slice": Kind(_slice_arguments, lambda x, a, f: fn.slice(slice(*a), x)),
+    "take": Kind(
+        lambda draw, f, level: (tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))),),
+        _take,
+    ),
+    "repeat": Kind(_repeat_arguments, _repeat),
+    "map": Kind(_named("maps"), lambda x, a, f: fn.map(f.maps[a[0]], x)),
+    "random_map": Kind(
+        lambda draw, f, level: (*_named("random_maps")(draw, f, level), draw(optional_seeds)),
+        lambda x, a, f: fn.random_map(f.random_maps[a[0]], x, seed=a[1]),
+    ),
+    "random_map_jax": Kind(
+        lambda draw, f, level: (draw(seeds),),
+        lambda x, a, f: fn.random_map(add_key_draw, x, seed=a[0], rng="jax"),
+    ),
+    "map_with_index": Kind(
+        lambda draw, f, level: (), lambda x, a, f: fn.map_with_index(with_index, x)
+    ),
+    "filter": Kind(_named("filters"), lambda x, a, f: fn.filter(f.filters[a[0]], x)),
+    "batch": Kind(
+        lambda draw, f, level: (draw(st.integers(1, 5)), draw(st.booleans())),
+        lambda x, a, f: fn.batch(a[0], x, drop_remainder=a[1]),
+    ),
+    "limit": Kind(
+        lambda draw, f, level: (draw(st.integers(1, 30)),), lambda x, a, f: fn.limit(a[0], x)
+    ),
+}
+"""Every stage random pipelines hold by a rule of their own, by its spec's name; a stage that
+declares `random_stage` in its module joins them through `declared_kinds`."""
+
+
+def _drop_level(
+    draw_arguments: Callable[[Draw, Functions, str], tuple[Any, ...]],
+) -> Callable[[Draw, Functions], Any]:
+    return lambda draw, functions: draw_arguments(draw, functions, "stream")[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class Argument:
+    """A kind of argument a declared stage takes: how it is drawn and what it becomes."""
+
+    draw: Callable[[Draw, Functions], Any]
+    resolve: Callable[[Any, Functions], Any]
+    table: str | None = None
+    """The table of `Functions` it names an entry of; empty, the stage is left out."""
+
+
+ARGUMENTS: dict[str, Argument] = {
+    "predicate": Argument(
+        _drop_level(_named("filters")), lambda name, f: f.filters[name], "filters"
+    ),
+    "map": Argument(_drop_level(_named("maps")), lambda name, f: f.maps[name], "maps"),
+    "seed": Argument(lambda draw, f: draw(seeds), lambda value, f: value),
+    "count": Argument(lambda draw, f: draw(st.integers(1, 30)), lambda value, f: value),
+}
+"""The kinds of argument a stage's `random_stage` declaration names, by name."""
+
+
+def declared_kinds(functions: Functions = INTEGERS) -> dict[str, Kind]:
+    """The stream stages of grainfn that declare `random_stage`, as rows like KINDS', by name.
+
+    A stage whose arguments name an empty table of `functions` is left out.
+
+    Examples:
+        >>> "take_while" in declared_kinds()
+        True
+    """
+    found = {}
+    for kind in stage_kinds():
+        declared = kind.random_stage
+        if declared is None:
+            continue
+        arguments = [ARGUMENTS[name] for name in declared.arguments]
+        if all(a.table is None or getattr(functions, a.table) for a in arguments):
+            found[declared.function] = _declared_kind(declared.function, tuple(arguments))
+    return found
+
+
+def _declared_kind(function: str, arguments: tuple[Argument, ...]) -> Kind:
+    def build(data: Any, values: tuple[Any, ...], functions: Functions) -> Any:
+        resolved = (a.resolve(value, functions) for a, value in zip(arguments, values))
+        return getattr(fn, function)(*resolved, data)
+
+    return Kind(lambda draw, f, level: tuple(a.draw(draw, f) for a in arguments), build)
+
+
+def draw_op(draw: Draw, kinds: list[str], functions: Functions, level: str) -> tuple[Any, ...]:
+    """A spec `(kind, *arguments)` of one of `kinds` (keys of KINDS or declared)."""
+    name = draw(st.sampled_from(kinds))
+    kind = KINDS.get(name) or declared_kinds(functions)[name]
+    return (name, *kind.draw(draw, functions, level))
+
+
+def apply_op(op: tuple[Any, ...], data: Any, functions: Functions = INTEGERS) -> Any:
+    """`data` through the stage of a spec from `draw_op`."""
+    name, *arguments = op
+    kind = KINDS.get(name) or declared_kinds(functions)[name]
+    return kind.build(data, tuple(arguments), functions)
 
 
 @st.composite
@@ -104,39 +259,8 @@ def unary_op(
     draw: Any, allow_batch: bool = True, functions: Functions = INTEGERS
 ) -> tuple[Any, ...]:
     """One map-level stage spec."""
-    index_kinds = ["seed", "shuffle", "slice", "take", "repeat"]
-    batch = ["batch"] if allow_batch else []
-    kind = draw(st.sampled_from(index_kinds + functions.element_kinds() + batch))
-    if kind in ("shuffle", "slice", "take", "repeat"):
-        return _index_op(draw, kind)
-    return _element_op(draw, kind, functions)
-
-
-def _index_op(draw: Any, kind: str) -> tuple[Any, ...]:
-    """A spec of a stage that only moves positions: shuffle, slice, take or repeat."""
-    if kind == "shuffle":
-        return ("shuffle", draw(optional_seeds))
-    if kind == "slice":
-        return _slice_op(draw)
-    if kind == "take":
-        return ("take", tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))))
-    return ("repeat", draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
-
-
-def _element_op(draw: Any, kind: str, functions: Functions = INTEGERS) -> tuple[Any, ...]:
-    """A spec of the stages that datasets and streams share."""
-    if kind == "seed":
-        return ("seed", draw(seeds))
-    if kind == "map":
-        return ("map", draw(st.sampled_from(sorted(functions.maps))))
-    if kind == "random_map":
-        names = sorted(functions.random_maps)
-        return ("random_map", draw(st.sampled_from(names)), draw(optional_seeds))
-    if kind == "map_with_index":
-        return ("map_with_index",)
-    if kind == "filter":
-        return ("filter", draw(st.sampled_from(sorted(functions.filters))))
-    return ("batch", draw(st.integers(1, 5)), draw(st.booleans()))
+    kinds = ["seed", "shuffle", "slice", "take", "repeat", *functions.element_kinds()]
+    return draw_op(draw, kinds + (["batch"] if allow_batch else []), functions, "dataset")
 
 
 @st.composite
@@ -189,46 +313,22 @@ def build_dataset(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Dat
     else:
         ds = fn.concatenate([build_dataset(p, functions) for p in head[1]])
     for op in ops:
-        ds = _apply_fn(op, ds, functions)
+        ds = apply_op(op, ds, functions)
     return ds
-
-
-def _apply_fn(op: tuple[Any, ...], ds: Any, functions: Functions = INTEGERS) -> Any:
-    kind = op[0]
-    if kind == "seed":
-        return fn.seed(op[1], ds)
-    if kind == "shuffle":
-        return fn.shuffle(ds, seed=op[1])
-    if kind == "slice":
-        return fn.slice(slice(*op[1:]), ds)
-    if kind == "take":
-        return fn.slice([p % ds.length for p in op[1]] if ds.length else [], ds)
-    if kind == "repeat":
-        return fn.repeat(op[1], ds, reseed_each_epoch=op[2])
-    if kind == "map":
-        return fn.map(functions.maps[op[1]], ds)
-    if kind == "random_map":
-        return fn.random_map(functions.random_maps[op[1]], ds, seed=op[2])
-    if kind == "map_with_index":
-        return fn.map_with_index(with_index, ds)
-    if kind == "filter":
-        return fn.filter(functions.filters[op[1]], ds)
-    return fn.batch(op[1], ds, drop_remainder=op[2])
 
 
 # Streams: a dataset spec read in order, then stream-level stages.
 
 
 @st.composite
-def stream_op(draw: Any, functions: Functions = INTEGERS) -> tuple[Any, ...]:
-    """One stream-level stage spec."""
+def stream_op(
+    draw: Any, functions: Functions = INTEGERS, grain_only: bool = False
+) -> tuple[Any, ...]:
+    """One stream-level stage spec; of the stages Grain has too, with `grain_only`."""
     kinds = ["seed", *functions.element_kinds(), "batch", "limit", "repeat"]
-    kind = draw(st.sampled_from(kinds))
-    if kind == "limit":
-        return ("limit", draw(st.integers(1, 30)))
-    if kind == "repeat":
-        return ("repeat", draw(st.integers(1, 3)))
-    return _element_op(draw, kind, functions)
+    if not grain_only:
+        kinds += list(declared_kinds(functions))
+    return draw_op(draw, kinds, functions, "stream")
 
 
 @st.composite
@@ -237,14 +337,15 @@ def stream_specs(
     depth: int = 1,
     functions: Functions = INTEGERS,
     sources: st.SearchStrategy[Dataset] | None = None,
+    grain_only: bool = False,
 ) -> tuple[Any, ...]:
-    """Specs of finite streams.
+    """Specs of finite streams; with `grain_only`, of stages Grain has too.
 
     `(("stream", dataset_spec, allow_nones), *stream_ops)` or a mix of stream
     specs with optional weights, followed by stream stages.
     """
     if depth > 0 and draw(st.integers(0, 3)) == 0:
-        part = stream_specs(depth=depth - 1, functions=functions, sources=sources)
+        part = stream_specs(depth - 1, functions, sources, grain_only)
         parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
         weights = draw(
             st.one_of(
@@ -257,7 +358,7 @@ def stream_specs(
         base_specs = dataset_specs(depth=1, functions=functions, sources=sources)
         base = draw(base_specs.filter(lambda s: not _infinite(s)))
         head = ("stream", base, draw(st.booleans()))
-    ops = draw(st.lists(stream_op(functions), max_size=5))
+    ops = draw(st.lists(stream_op(functions, grain_only), max_size=5))
     if draw(st.booleans()):
         ops.insert(0, ("seed", draw(seeds)))
     return (head, *ops)
@@ -280,10 +381,5 @@ def build_stream(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Stre
     else:
         stream = fn.from_dataset(build_dataset(head[1], functions), allow_nones=head[2])
     for op in ops:
-        if op[0] == "limit":
-            stream = fn.limit(op[1], stream)
-        elif op[0] == "repeat":
-            stream = fn.repeat(op[1], stream)
-        else:
-            stream = _apply_fn(op, stream, functions)
+        stream = apply_op(op, stream, functions)
     return stream
