@@ -40,20 +40,10 @@ RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in pac
 UPPER_PATHS = ("grainfn._src.facade", "grainfn._src.python")
 """The modules of Grain's API: no module below them names them, in code or in a string."""
 
-NAMES_UPPER_PATHS_UNTIL: dict[str, str] = {
-    "grainfn/_src/stages/iterable.py": (
-        "facade/iterator.py sets state_protocol_only = True in CheckpointableIterator and "
-        "DatasetIterator; then iterable.py's _UNMARKED_BASES goes"
-    ),
-}
+NAMES_UPPER_PATHS_UNTIL: dict[str, str] = {}
 """Modules below the facade that still name it, each with what removes the name."""
 
-SETS_A_GLOBAL_UNTIL: dict[str, str] = {
-    "grainfn/_src/core/instrument.py": (
-        "facade/iterator.py, facade/threads.py and facade/elastic.py pass "
-        "grainfn.config.instruments to instrumented; then set_instruments goes"
-    ),
-}
+SETS_A_GLOBAL_UNTIL: dict[str, str] = {}
 """Modules below the facade that still keep a global a layer above sets."""
 
 

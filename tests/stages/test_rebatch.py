@@ -15,6 +15,8 @@ from grainfn import fn
 from grainfn.experimental import RebatchIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
+from support import conformance
+
 pytestmark = pytest.mark.grain
 
 Pair = collections.namedtuple("Pair", ["ids", "weights"])
@@ -110,8 +112,8 @@ def test_bad_input_is_refused_with_what_is_allowed() -> None:
     for bad in (0, -3):
         with pytest.raises(ValueError, match=f"batch_size must be a positive integer, got {bad}"):
             RebatchIterDataset(parent, bad)
-    with pytest.raises(TypeError, match="needs a stream"):
-        fn.rebatch(2, fn.range(3))
+    with pytest.raises(TypeError, match=r"rebatch needs a grainfn Stream or Dataset, got \[1, 2\]"):
+        fn.rebatch(2, [1, 2])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="leading batch dimension, but a leaf is 3 \\(int\\)"):
         read_rebatched([{"a": np.arange(2), "b": 3}])
     with pytest.raises(ValueError, match="parent batch of 0 rows"):
@@ -125,9 +127,19 @@ def test_bad_input_is_refused_with_what_is_allowed() -> None:
         fn.iterate(stream, fn.RebatchState(5, fn.DatasetPosition(0)))
 
 
+def test_a_dataset_of_batches_is_read_in_order() -> None:
+    batches = fn.batch(4, fn.range(10))
+    assert fn.rebatch(3, batches) == fn.rebatch(3, fn.from_dataset(batches))
+
+
 def test_describe_stage_names_the_rebatch() -> None:
     parent = fn.from_dataset(fn.range(3))
     assert fn.rebatch(4, parent).describe_stage() == "rebatch(4)"
     assert fn.rebatch(4, parent, drop_remainder=True).describe_stage() == (
         "rebatch(4, drop_remainder=True)"
     )
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("rebatch(3)", lambda: fn.rebatch(3, fn.batch(4, conformance.numbers(10)))),
+)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from grainfn._src.index import shuffle as shuffle_module
+from grainfn._src.index import cipher
 from grainfn._src.stages.shuffle import ShuffledDataset
 
 
@@ -17,7 +17,7 @@ def grain_block_bits(max_index: int) -> int:
 
 def grain_is_broken(length: int) -> bool:
     """Whether Grain's shuffle of `length` elements repeats some (its block is a bit short)."""
-    return length > 1 and grain_block_bits(length - 1) != shuffle_module._block_bits(length - 1)
+    return length > 1 and grain_block_bits(length - 1) != cipher.block_bits(length - 1)
 
 
 def grain_shuffle_is_not_a_permutation(ds: Any) -> bool:

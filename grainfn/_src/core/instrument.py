@@ -18,30 +18,15 @@ from grainfn._src.core.stream import Stream
 
 Instrument = Callable[[Stream[Any]], Stream[Any]]
 
-_instruments: tuple[Instrument, ...] = ()
-"""Transitional: what `instrumented(stream)` applies. Remove with `set_instruments`."""
 
-
-def set_instruments(instruments: Sequence[Instrument]) -> None:
-    """Transitional: makes `instruments` what `instrumented(stream)`, without any, applies.
-
-    Only for the iterators that do not pass their instruments yet; it goes
-    once every caller of `instrumented` passes them.
-    """
-    global _instruments
-    _instruments = tuple(instruments)
-
-
-def instrumented(
-    stream: Stream[Any], instruments: Sequence[Instrument] | None = None
-) -> Stream[Any]:
+def instrumented(stream: Stream[Any], instruments: Sequence[Instrument]) -> Stream[Any]:
     """`stream` passed through `instruments`, in order.
 
     Args:
         stream: The stream an iterator is about to open.
         instruments: Functions from stream to stream that keep elements and
             states (`grainfn.config.instruments` for the Grain API's
-            iterators). None (transitional): those `set_instruments` set last.
+            iterators).
 
     Returns:
         The stream the last instrument returned (`stream` itself for none).
@@ -57,6 +42,6 @@ def instrumented(
         >>> seen
         ['from_dataset()']
     """
-    for instrument in _instruments if instruments is None else instruments:
+    for instrument in instruments:
         stream = instrument(stream)
     return stream

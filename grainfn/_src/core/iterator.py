@@ -11,11 +11,13 @@ import contextlib
 import sys
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import Any, TypeVar
 
 from grainfn._src.core import state as records
+from grainfn._src.core.filter_check import with_options_applied
+from grainfn._src.core.instrument import Instrument, instrumented
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, reads_in_processes
 
 T = TypeVar("T")
@@ -281,3 +283,23 @@ class _ClosedCursor(BaseCursor):
             finally:
                 cursor.close()
         return self.mark
+
+
+def open_iterator(
+    stream: Stream[T], state: Any = None, instruments: Sequence[Instrument] = ()
+) -> StreamIterator[T]:
+    """An iterator over `stream` as a pipeline's iterator opens: its options, then instruments.
+
+    The filter checks of `with_options` stages are applied
+    (`with_options_applied`), the stream goes through `instruments` (timing,
+    a pipeline graph: the Grain API's iterators pass `grainfn.config`'s), and
+    the iterator starts at `state` (the start for None). Every iterator of
+    the Grain API opens its pipeline here.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> it = open_iterator(fn.from_dataset(fn.range(4)), fn.DatasetPosition(2))
+        >>> it.next_element(), it.state
+        (2, DatasetPosition(position=3))
+    """
+    return StreamIterator(instrumented(with_options_applied(stream), instruments), state)

@@ -23,7 +23,6 @@ from grainfn._src.core import state as records
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.blocks import BlockSizer
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
@@ -207,7 +206,7 @@ def elastic_batches(
         [[1, 3], [5, 7]]
     """
     layout = Layout(global_batch_size, num_logical_shards, host, num_hosts)
-    stream = FromDatasetStream(data) if isinstance(data, Dataset) else as_stream(data, "elastic")
+    stream = as_stream(data, "elastic")
     return host_stream(stream, layout)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from grainfn._src.core.instrument import Instrument, set_instruments
+from grainfn._src.core.instrument import Instrument
 from grainfn._src.core.stream import Stream
 
 OPTIONS: dict[str, tuple[tuple[type, ...], Any, str]] = {
@@ -91,8 +91,6 @@ class Config:
             )
         self._values[name] = value
         object.__setattr__(self, "_instruments", instruments_for(self._values))
-        if self is config:  # transitional, for the iterators that do not pass instruments yet
-            set_instruments(self._instruments)
 
     def get_or_default(self, name: str) -> Any:
         """The value of option `name` (its default if never set)."""

@@ -30,6 +30,7 @@ from grainfn._src.core.stream import Stream
 from grainfn._src.elastic import states
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.stream import host_stream, with_workers
+from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
 from grainfn._src.facade.iterator import CheckpointableIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
@@ -158,7 +159,7 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
                 host, self._workers.num_workers, **self._workers.prefetch_arguments()
             )
         # Timing and the pipeline graph go around the host stream: the same states.
-        return instrumented(host), states.ElasticCodec(host)
+        return instrumented(host, config.instruments), states.ElasticCodec(host)
 
     @property
     def layout(self) -> Layout:

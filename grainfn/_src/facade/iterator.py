@@ -6,11 +6,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from grainfn._src.checkpoint import background
-from grainfn._src.core.filter_check import with_options_applied
-from grainfn._src.core.instrument import instrumented
-from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
+from grainfn._src.facade.config import config
 
 T = TypeVar("T")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")
@@ -18,6 +17,8 @@ It = TypeVar("It", bound="CheckpointableIterator[Any]")
 
 class CheckpointableIterator(Iterator[T]):
     """What the Grain API's iterators share: Orbax v1 save and load, `close`, `with` blocks."""
+
+    state_protocol_only = True  # its get_state and set_state are placeholders (stages/iterable.py)
 
     def get_state(self) -> Any:
         """The position after the last element returned (JSON-able)."""
@@ -67,6 +68,8 @@ class DatasetIterator(CheckpointableIterator[T]):
         2
     """
 
+    state_protocol_only = True  # its get_state and set_state read the pipeline's own iterator
+
     _core: StreamIterator[T]
     _codec: StateCodec
     _next: Callable[[], T]
@@ -98,7 +101,7 @@ class DatasetIterator(CheckpointableIterator[T]):
         it: DatasetIterator[T] = object.__new__(DatasetIterator)
         it._parents = ()
         it._codec = StateCodec(stream)
-        it._attach(StreamIterator(instrumented(with_options_applied(stream))))
+        it._attach(open_iterator(stream, None, config.instruments))
         return it
 
     def _attach(self, core: StreamIterator[T]) -> None:

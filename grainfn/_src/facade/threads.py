@@ -18,13 +18,12 @@ from typing import Any, TypeVar
 
 from grainfn import fn
 from grainfn._src.core import validate
-from grainfn._src.core.filter_check import with_options_applied
-from grainfn._src.core.instrument import instrumented
-from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import BaseCursor, Cursor
 from grainfn._src.device.put import check_device, host_thread_buffer, put_on_device
 from grainfn._src.elastic.shards import logical_shard
+from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, iter_core
 from grainfn._src.facade.iterator import DatasetIterator
 from grainfn._src.stages.thread_prefetch import ReadAheadCursor
@@ -101,7 +100,7 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
         state = parent.core.state
         parent.close()
         self._codec = StateCodec(stream)
-        self._attach(StreamIterator(instrumented(with_options_applied(stream)), state))
+        self._attach(open_iterator(stream, state, config.instruments))
 
     @property
     def core(self) -> StreamIterator[T]:

@@ -48,10 +48,6 @@ _MAX_LENGTH = 2**63 - 1
 _CHUNK = 1 << 16  # numpy temporaries of this many elements stay in cache
 _PYTHON_MAX = 16  # up to this many values are cheaper to encrypt with Python ints
 
-_block_bits = block_bits
-"""Transitional: tests/support/grain_shuffle.py reads this name; it goes once that reads
-`grainfn._src.index.cipher.block_bits`."""
-
 
 def shuffle_indices(indices: _Array, length: int, seed: int) -> _Array:
     """Maps dataset positions to parent indices of a shuffled dataset of `length`.

@@ -226,8 +226,6 @@ def mp_prefetch(
     if worker_init_fn is not None:
         validate.check_callable(worker_init_fn, "worker_init_fn")
     worker_timeout = check_worker_timeout(worker_timeout)
-    if isinstance(data, Dataset):
-        data = FromDatasetStream(data)
     stream = as_stream(data, "mp_prefetch")
     return PrefetchedStream(
         stream, num_workers, buffer_per_worker, worker_init_fn, worker_timeout, bool(adaptive)

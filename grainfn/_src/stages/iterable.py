@@ -71,14 +71,6 @@ iterator bases set `state_protocol_only = True` in their own class bodies (their
 methods are placeholders, or read a grainfn pipeline's iterator), so that a
 subclass iterating by itself that inherits them is positioned by counting."""
 
-_UNMARKED_BASES = frozenset(
-    {
-        ("grainfn._src.facade.iterator", "CheckpointableIterator"),
-        ("grainfn._src.facade.iterator", "DatasetIterator"),
-    }
-)
-"""Transitional: grainfn's iterator bases until they set `state_protocol_only`; then this goes."""
-
 
 def keeps_own_state(iterator: Any) -> bool:
     """Whether `iterator` has `get_state` and `set_state` of its own.
@@ -113,8 +105,7 @@ def _own_method(cls: type, name: str) -> bool:
     for klass in cls.__mro__:
         if name in vars(klass):
             protocol_only = vars(klass).get(STATE_PROTOCOL_ONLY, False) is True
-            unmarked = (klass.__module__, klass.__qualname__) in _UNMARKED_BASES
-            return callable(vars(klass)[name]) and not (protocol_only or unmarked)
+            return callable(vars(klass)[name]) and not protocol_only
     return False
 
 

@@ -25,8 +25,7 @@ import toolz
 
 from grainfn._src.core import pytree, validate
 from grainfn._src.core import state as records
-from grainfn._src.core.arguments import as_stream
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.arguments import Data, as_stream
 from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 
@@ -267,8 +266,8 @@ def _is_namedtuple(x: Any) -> bool:
 
 
 @toolz.curry
-def rebatch(batch_size: int, stream: Stream[Any], *, drop_remainder: bool = False) -> Stream[Any]:
-    """The rows of a stream of batches, regrouped into batches of `batch_size` rows.
+def rebatch(batch_size: int, stream: Data, *, drop_remainder: bool = False) -> Stream[Any]:
+    """The rows of a stream's batches (a dataset's, read in order), regrouped by `batch_size`.
 
     A batch is a pytree whose leaves share a leading dimension (the output of
     `batch`). Rows run on across parent batches; the last batch is shorter
@@ -281,9 +280,4 @@ def rebatch(batch_size: int, stream: Stream[Any], *, drop_remainder: bool = Fals
         [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     """
     batch_size = validate.check_positive_int(batch_size, "rebatch batch_size", validate.INT64_MAX)
-    if isinstance(stream, Dataset):
-        raise TypeError(
-            "rebatch regroups rows across batches, which needs a stream: apply it to "
-            "fn.from_dataset(ds) (ds.to_iter_dataset() in the Grain API)."
-        )
     return RebatchedStream(as_stream(stream, "rebatch"), batch_size, bool(drop_remainder))
