@@ -25,6 +25,7 @@ from grainfn._src.stages.batch import sorted_keys
 from grainfn.experimental import batch_and_pad
 from grainfn.testing import assert_elements_equal
 
+from support import conformance
 from support.reading import read
 
 # Stacking and epochs.
@@ -301,3 +302,13 @@ def test_errors_name_the_count_and_the_batch_size() -> None:
         batch_and_pad([np.zeros(2), np.zeros(3)], batch_size=4)
     with pytest.raises(ValueError, match="different structure"):
         batch_and_pad([{"a": 1}, {"b": 1}], batch_size=4)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("batch(3)", lambda: fn.batch(3, fn.range(8))),
+    conformance.Example("batch(2, batch_fn=sum)", lambda: fn.batch(2, fn.range(5), batch_fn=sum)),
+    conformance.Example(
+        "batch(3, drop_remainder=True)",
+        lambda: fn.batch(3, conformance.numbers(8), drop_remainder=True),
+    ),
+)

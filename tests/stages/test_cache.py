@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 import grainfn
 import grainfn.testing
 from grainfn import fn
-from grainfn.testing import assert_elements_equal
+from grainfn.testing import add_one, assert_elements_equal
+
+from support import conformance
 
 
 def run(stream: fn.Stream, limit: int = 200) -> tuple[list[Any], list[Any]]:
@@ -89,3 +91,8 @@ def test_restoring_the_first_state_reads_from_the_cache_as_in_grain() -> None:
         it.set_state(start)
         outputs.append((first, list(it)))
     assert outputs[1] == outputs[0] == ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6])
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("cache()", lambda: fn.cache(fn.map(add_one, conformance.numbers(5)))),
+)

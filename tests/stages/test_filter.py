@@ -19,6 +19,8 @@ from grainfn._src.core.filter_check import GRAIN_CHECK, FilterCheck
 from grainfn._src.stages.filter import FilteredStream
 from grainfn.testing import add_one
 
+from support import conformance
+
 
 def test_filter_leaves_none_and_elements_skips_it() -> None:
     ds = fn.filter(lambda x: x % 3 == 0, fn.range(10))
@@ -150,3 +152,12 @@ def test_an_iterator_warns_first_then_once_a_minute(
         assert warnings() == 3
         assert list(plain) == first  # a stream filter too, with its own iterator
         assert warnings() == 4
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("filter(keep_even)", lambda: fn.filter(conformance.keep_even, fn.range(9))),
+    conformance.Example(
+        "filter(keep_even)",
+        lambda: fn.filter(conformance.keep_even, conformance.numbers(9)),
+    ),
+)

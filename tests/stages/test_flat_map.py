@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from grainfn import fn
 from grainfn.testing import assert_resumable
 
+from support import conformance
+
 
 def parts(x: Any) -> list[Any]:
     return [x * 10 + j for j in range(x % 4)]
@@ -70,3 +72,15 @@ def test_bad_flat_maps_are_refused() -> None:
     too_many = fn.flat_map(lambda x: [x] * 5, fn.range(3), max_fan_out=2)
     with pytest.raises(ValueError, match="parent index 1 into 5 parts, more than max_fan_out=2"):
         too_many.get(2)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "flat_map(twice, max_fan_out=2)",
+        lambda: fn.flat_map(conformance.twice, fn.range(4), max_fan_out=2),
+    ),
+    conformance.Example(
+        "flat_map(twice)",
+        lambda: fn.flat_map(conformance.twice, conformance.numbers(4)),
+    ),
+)

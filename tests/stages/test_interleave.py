@@ -16,6 +16,8 @@ from grainfn._src.stages.interleave import InterleavedDatasetsStream, Interleave
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
+from support import conformance
+
 pytestmark = pytest.mark.grain
 
 
@@ -180,3 +182,11 @@ def test_describe_stage_names_the_interleave() -> None:
     lines = repr(nested()).splitlines()
     assert lines[1] == "  interleave(cycle_length=3, the datasets of a dataset)"
     assert lines[2].strip() == "map(nested.<locals>.make)  [length 6]"
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "interleave(cycle_length=2, 3 datasets)",
+        lambda: fn.interleave(2, [fn.range(3), fn.range(10, 12), fn.range(20, 23)]),
+    ),
+)

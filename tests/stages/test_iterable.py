@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 import grainfn
 from grainfn import fn
 
+from support import conformance
+
 
 @given(st.lists(st.integers(), max_size=30), st.integers(0, 30))
 def test_the_elements_of_the_iterable_and_a_resume_from_any_state(
@@ -93,3 +95,8 @@ def test_iterators_and_states_past_the_end_are_refused() -> None:
     with pytest.raises(ValueError, match="the iterable gives 2"):
         list(fn.iterate(fn.from_iterable([1, 2]), fn.IterablePosition(5)))
     assert list(itertools.islice(fn.iterate(fn.from_iterable(range(10**9))), 3)) == [0, 1, 2]
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("from_iterable(range)", lambda: fn.from_iterable(range(6))),
+)

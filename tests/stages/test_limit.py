@@ -6,6 +6,8 @@ import pytest
 
 from grainfn import fn
 
+from support import conformance
+
 
 def numbers(n: int) -> fn.Stream:
     return fn.from_dataset(fn.range(n))
@@ -49,3 +51,8 @@ def test_bad_limits_are_refused() -> None:
 def test_a_dataset_is_limited_as_its_stream() -> None:
     assert fn.limit(2, fn.range(5)) == fn.limit(2, numbers(5))
     assert list(fn.iterate(fn.limit(2, fn.range(5)))) == [0, 1]
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("limit(4)", lambda: fn.limit(4, conformance.numbers(9))),
+)

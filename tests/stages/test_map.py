@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from grainfn import fn
+from grainfn.testing import add_one, with_index
 
+from support import conformance
 from support.reading import read
 
 
@@ -106,3 +108,15 @@ def test_an_error_of_the_function_names_the_element_of_the_stream() -> None:
     assert raised.value.__notes__ == [
         "Raised by the function of map_with_index(fail_at_one), reading element 1 of its stream."
     ]
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("map(add_one)", lambda: fn.map(add_one, fn.range(7))),
+    conformance.Example("map(add_one)", lambda: fn.map(add_one, conformance.numbers(7))),
+    conformance.Example(
+        "map_with_index(with_index)", lambda: fn.map_with_index(with_index, fn.range(5))
+    ),
+    conformance.Example(
+        "map_with_index(with_index)", lambda: fn.map_with_index(with_index, conformance.numbers(5))
+    ),
+)

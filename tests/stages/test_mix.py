@@ -8,6 +8,7 @@ import pytest
 
 from grainfn import fn
 
+from support import conformance
 from support.reading import read
 
 
@@ -134,3 +135,25 @@ def test_bad_selections_are_refused_naming_the_entry() -> None:
         fn.select_from_datasets([fn.range(3)], [(0, "x")]).get(0)
     with pytest.raises(TypeError, match="selection_map must support len"):
         fn.select_from_datasets([fn.range(3)], 5)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "mix(weights=[2.0, 1.0])", lambda: fn.mix([fn.range(4), fn.range(10, 16)], [2, 1])
+    ),
+    conformance.Example(
+        "mix(weights=[1.0, 2.0])",
+        lambda: fn.mix([conformance.numbers(3), conformance.numbers(5, 10)], [1, 2]),
+    ),
+    conformance.Example(
+        "mix({'a': 1.0, 'b': 2.0})",
+        lambda: fn.mix({"b": conformance.numbers(4), "a": conformance.numbers(4, 10)}, [2, 1]),
+    ),
+    conformance.Example(
+        "concatenate(2 datasets)", lambda: fn.concatenate([fn.range(3), fn.source("ab")])
+    ),
+    conformance.Example(
+        "select_from_datasets(EveryOther)",
+        lambda: fn.select_from_datasets([fn.range(3), fn.source("ab")], conformance.EveryOther(5)),
+    ),
+)

@@ -10,6 +10,8 @@ import pytest
 
 from grainfn import fn
 
+from support import conformance
+
 
 def draw_int(x: int, rng: np.random.Generator) -> int:
     return int(rng.integers(1000))
@@ -41,3 +43,15 @@ def test_a_count_past_the_parents_state_is_refused_naming_the_field() -> None:
     stream = fn.random_map(draw_int, fn.from_dataset(fn.range(5)), seed=3)
     with pytest.raises(ValueError, match="State field seen is 4, but at most 2 fits the parent's"):
         stream.step(fn.CountState(4, fn.DatasetPosition(2)))
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "random_map(draw, seed=1)",
+        lambda: fn.random_map(conformance.draw, fn.range(6), seed=1),
+    ),
+    conformance.Example(
+        "random_map(draw, seed=1)",
+        lambda: fn.random_map(conformance.draw, conformance.numbers(6), seed=1),
+    ),
+)

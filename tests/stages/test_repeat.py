@@ -8,6 +8,7 @@ import pytest
 
 from grainfn import fn
 
+from support import conformance
 from support.reading import read
 
 
@@ -80,3 +81,11 @@ def test_bad_repeat_arguments_are_refused() -> None:
         fn.repeat(fn.range(3), fn.range(3))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="reseed_each_epoch applies to datasets"):
         fn.repeat(2, numbers(2), reseed_each_epoch=False)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("repeat(3 epochs)", lambda: fn.repeat(3, fn.shuffle(fn.range(4), seed=5))),
+    conformance.Example("repeat(forever)", lambda: fn.repeat(None, fn.range(4))),
+    conformance.Example("repeat(2)", lambda: fn.repeat(2, conformance.numbers(3))),
+    conformance.Example("repeat(forever)", lambda: fn.repeat(None, conformance.numbers(3))),
+)

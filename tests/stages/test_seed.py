@@ -7,6 +7,8 @@ import pytest
 
 from grainfn import fn
 
+from support import conformance
+
 
 def draw(x: int, rng: np.random.Generator) -> int:
     return int(rng.integers(1000))
@@ -54,3 +56,9 @@ def test_seeds_outside_uint32_are_refused(seed: int) -> None:
     assert mapped.get(1) == 1
     with pytest.raises(ValueError, match=r"an integer >= 0, got -1"):
         fn.random_map(lambda x, r: x, fn.range(3), seed=-1)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("seed(3)", lambda: fn.seed(3, fn.range(5))),
+    conformance.Example("seed(3)", lambda: fn.seed(3, conformance.numbers(5))),
+)

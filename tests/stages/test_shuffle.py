@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 
+from support import conformance
+
 
 @given(st.integers(1, 300), st.integers(0, 2**32 - 1))
 def test_shuffle_is_a_new_permutation_each_epoch(n: int, seed: int) -> None:
@@ -36,3 +38,8 @@ def test_a_seed_stage_upstream_gives_grains_derived_seed() -> None:
 def test_a_stream_cannot_be_shuffled() -> None:
     with pytest.raises(TypeError, match="needs random access"):
         fn.shuffle(fn.from_dataset(fn.range(10)), seed=0)  # type: ignore[arg-type]
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("shuffle(seed=2)", lambda: fn.shuffle(fn.range(9), seed=2)),
+)

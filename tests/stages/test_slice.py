@@ -10,6 +10,7 @@ from grainfn import fn
 from grainfn._src.loader.sharding import ShardOptions, even_split
 from grainfn._src.stages.slice import sequential_part
 
+from support import conformance
 from support.reading import read
 
 
@@ -72,3 +73,11 @@ def test_bad_slices_are_refused_naming_the_value() -> None:
         fn.slice(slice(1, 3), fn.from_dataset(ds))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"must be in \[0, step\) = \[0, 3\), got 3"):
         sequential_part(slice(3, None, 3), ds)
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "slice(start=1, stop=11, step=2)", lambda: fn.slice(slice(1, 10, 2), fn.range(10))
+    ),
+    conformance.Example("slice(positions of length 3)", lambda: fn.slice([3, 0, 2], fn.range(4))),
+)

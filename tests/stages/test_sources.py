@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 
+from support import conformance
 from support.reading import read
 
 # fn.range.
@@ -109,3 +110,10 @@ def test_other_dicts_stay_sources_by_key() -> None:
     by_position = {0: "a", 1: "b"}  # a dict is a source of its values by key, as before
     assert fn.source(by_position).get_many([0, 1, 2]) == ["a", "b", "a"]
     assert fn.source({"x": [1, 2]}).length == 1  # a list is not an array
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("range(2, 9, 1)", lambda: fn.range(2, 9)),
+    conformance.Example("source(str, length 5)", lambda: fn.source("abcde")),
+    conformance.Example("from_dataset()", lambda: conformance.numbers(7)),
+)

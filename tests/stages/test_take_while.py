@@ -17,6 +17,8 @@ from grainfn import fn
 from grainfn._src.core.validate import UserStopIterationError
 from grainfn._src.stages.take_while import TakeWhileState
 
+from support import conformance
+
 
 def below(bound: int):
     return _Below(bound)
@@ -133,3 +135,11 @@ def test_inspection_names_it_times_it_and_infers_its_elements() -> None:
 def test_it_pickles() -> None:
     stream = fn.take_while(below(3), numbers(9))
     assert pickle.loads(pickle.dumps(stream)) == stream
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "take_while(below_five)",
+        lambda: fn.take_while(conformance.below_five, conformance.numbers(9)),
+    ),
+)

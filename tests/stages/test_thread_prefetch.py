@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from grainfn import fn, testing
 from grainfn._src.core.stream import BaseCursor, PassThroughStream
 
+from support import conformance
 from support.waiting import GENEROUS, wait_until
 
 
@@ -211,3 +212,10 @@ def test_close_returns_while_the_reader_is_in_a_slow_read() -> None:
     assert closed_during_the_read
     assert it.state == fn.DatasetPosition(1)
     wait_until(lambda: not prefetch_threads(), "the reader ended after its read")
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "thread_prefetch(2)", lambda: fn.thread_prefetch(2, conformance.numbers(5))
+    ),
+)

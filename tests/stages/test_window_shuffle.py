@@ -15,6 +15,8 @@ from grainfn._src.stages.window_shuffle import window_order
 from grainfn.experimental import WindowShuffleIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
+from support import conformance
+
 pytestmark = pytest.mark.grain
 
 
@@ -109,3 +111,13 @@ def test_bad_input_is_refused_with_what_is_allowed() -> None:
 def test_describe_stage_names_the_window_shuffle() -> None:
     stream = fn.window_shuffle(4, fn.from_dataset(fn.range(10)), seed=9)
     assert stream.describe_stage() == "window_shuffle(4, seed=9)"
+
+
+test_conforms = conformance.conforms(
+    conformance.Example(
+        "window_shuffle(3, seed=1)", lambda: fn.window_shuffle(3, fn.range(7), seed=1)
+    ),
+    conformance.Example(
+        "window_shuffle(3, seed=1)", lambda: fn.window_shuffle(3, conformance.numbers(7), seed=1)
+    ),
+)

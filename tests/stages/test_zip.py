@@ -15,6 +15,8 @@ from grainfn._src.stages.zip import zip_indices
 from grainfn.experimental import ZipIterDataset, ZipMapDataset
 from grainfn.testing import assert_elements_equal, assert_resumable
 
+from support import conformance
+
 pytestmark = pytest.mark.grain
 
 
@@ -172,3 +174,12 @@ def test_random_stages_after_a_zip_derive_their_seed_as_in_grain() -> None:
         build(grain, ZipIterDataset, ZipMapDataset),
         build(real, experimental.ZipIterDataset, experimental.ZipMapDataset),
     )
+
+
+test_conforms = conformance.conforms(
+    conformance.Example("zip(2 datasets)", lambda: fn.zip([fn.range(4), fn.source("abcd")])),
+    conformance.Example(
+        "zip(2 streams)",
+        lambda: fn.zip([conformance.numbers(4), fn.from_dataset(fn.source("abc"))]),
+    ),
+)
