@@ -38,7 +38,7 @@ from grainfn._src.stages.batch import batch as batch
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
 from grainfn._src.stages.cache import cache as cache
 from grainfn._src.stages.filter import filter as filter
-from grainfn._src.stages.flat_map import SplitState as SplitState
+from grainfn._src.stages.flat_map import FlatMapState as FlatMapState
 from grainfn._src.stages.flat_map import flat_map as flat_map
 from grainfn._src.stages.interleave import InterleaveSlot as InterleaveSlot
 from grainfn._src.stages.interleave import InterleaveState as InterleaveState
@@ -47,7 +47,7 @@ from grainfn._src.stages.iterable import IterablePosition as IterablePosition
 from grainfn._src.stages.iterable import from_iterable as from_iterable
 from grainfn._src.stages.limit import LimitState as LimitState
 from grainfn._src.stages.limit import limit as limit
-from grainfn._src.stages.map import CountState as CountState
+from grainfn._src.stages.map import IndexedState as IndexedState
 from grainfn._src.stages.map import map as map
 from grainfn._src.stages.map import map_with_index as map_with_index
 from grainfn._src.stages.mix import MixState as MixState

@@ -88,10 +88,10 @@ def test_resuming_far_into_a_stream_reads_from_there_directly() -> None:
 
 def test_foreign_states_are_refused_naming_what_differs() -> None:
     counted = fn.random_map(lambda x, r: x, numbers(), seed=0)
-    with pytest.raises(ValueError, match=r"stage random_map.*expects a CountState, got Dataset"):
+    with pytest.raises(ValueError, match=r"stage random_map.*expects a IndexedState, got Dataset"):
         counted.step(fn.DatasetPosition(3))
     with pytest.raises(ValueError, match=r"parent\.position must be an integer >= 0, got -1"):
-        counted.step(fn.CountState(0, fn.DatasetPosition(-1)))
+        counted.step(fn.IndexedState(0, fn.DatasetPosition(-1)))
     with pytest.raises(ValueError, match="position is 99, past the end of a dataset of length 10"):
         fn.iterate(numbers(), fn.DatasetPosition(99))
     with pytest.raises(IndexError, match="position is 11, past the end"):  # as Grain's error

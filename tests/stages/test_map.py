@@ -89,7 +89,7 @@ def test_a_count_state_resumes_from_a_dict() -> None:
     stream = fn.map_with_index(pair, numbers(4))
     it = fn.iterate(stream)
     next(it), next(it)
-    assert it.state == fn.CountState(2, fn.DatasetPosition(2))
+    assert it.state == fn.IndexedState(2, fn.DatasetPosition(2))
     restored = fn.state_from_dict(stream, fn.state_to_dict(stream, it.state))
     assert restored == it.state
     assert list(fn.iterate(stream, restored)) == [(2, 2), (3, 3)]
@@ -98,7 +98,7 @@ def test_a_count_state_resumes_from_a_dict() -> None:
 def test_a_count_past_the_parents_state_is_refused_naming_the_field() -> None:
     stream = fn.map_with_index(pair, numbers(4))
     with pytest.raises(ValueError, match="State field seen is 3, but at most 1 fits the parent's"):
-        stream.step(fn.CountState(3, fn.DatasetPosition(1)))
+        stream.step(fn.IndexedState(3, fn.DatasetPosition(1)))
 
 
 def test_an_error_of_the_function_names_the_element_of_the_stream() -> None:
@@ -120,3 +120,12 @@ test_conforms = conformance.conforms(
         "map_with_index(with_index)", lambda: fn.map_with_index(with_index, conformance.numbers(5))
     ),
 )
+
+
+def test_a_state_saved_under_the_record_s_former_name_reads() -> None:
+    stream = fn.map_with_index(lambda i, x: (i, x), fn.from_dataset(fn.range(4)))
+    saved = fn.state_to_dict(stream, fn.IndexedState(2, fn.DatasetPosition(2)))
+    saved["state"]["kind"] = "CountState"  # as grainfn wrote it before the record was renamed
+    state = fn.state_from_dict(stream, saved)
+    assert state == fn.IndexedState(2, fn.DatasetPosition(2))
+    assert list(fn.iterate(stream, state)) == [(2, 2), (3, 3)]

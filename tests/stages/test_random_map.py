@@ -34,7 +34,7 @@ def test_a_stream_draws_what_the_dataset_draws_and_resumes_from_a_dict() -> None
     assert stream.describe_stage() == "random_map(draw_int, seed=3)"
     it = fn.iterate(stream)
     assert [next(it), next(it)] == expected[:2]
-    assert it.state == fn.CountState(2, fn.DatasetPosition(2))
+    assert it.state == fn.IndexedState(2, fn.DatasetPosition(2))
     restored = fn.state_from_dict(stream, fn.state_to_dict(stream, it.state))
     assert list(fn.iterate(stream, restored)) == expected[2:]
 
@@ -42,7 +42,7 @@ def test_a_stream_draws_what_the_dataset_draws_and_resumes_from_a_dict() -> None
 def test_a_count_past_the_parents_state_is_refused_naming_the_field() -> None:
     stream = fn.random_map(draw_int, fn.from_dataset(fn.range(5)), seed=3)
     with pytest.raises(ValueError, match="State field seen is 4, but at most 2 fits the parent's"):
-        stream.step(fn.CountState(4, fn.DatasetPosition(2)))
+        stream.step(fn.IndexedState(4, fn.DatasetPosition(2)))
 
 
 test_conforms = conformance.conforms(

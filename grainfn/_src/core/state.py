@@ -49,7 +49,7 @@ with `register`."""
 R = TypeVar("R", bound=type)
 
 
-def register(record: R) -> R:
+def register(record: R | None = None, *, former_names: tuple[str, ...] = ()) -> Any:
     """Makes a stage's own state record (a NamedTuple) readable by `from_dict`.
 
     Use it as a class decorator next to the stage that owns the record.
@@ -57,7 +57,8 @@ def register(record: R) -> R:
     states (the stage checks them), `stopped` is a bool, `user_state` holds
     JSON data that user code wrote (checked when the state is written, see
     `json_data`), and every other field is a counter (an integer >= 0), so a
-    state stays positions and counters.
+    state stays positions and counters. A record that was renamed keeps its
+    `former_names`, so that states saved under them still read.
 
     Examples:
         >>> from typing import NamedTuple
@@ -67,16 +68,28 @@ def register(record: R) -> R:
         ...     parent: Any
         >>> from_dict(to_dict(ExampleState(2, DatasetPosition(5))))
         ExampleState(emitted=2, parent=DatasetPosition(position=5))
+        >>> @register(former_names=("OldExampleState",))
+        ... class RenamedState(NamedTuple):
+        ...     emitted: int
+        >>> from_dict({"kind": "OldExampleState", "emitted": 1})
+        RenamedState(emitted=1)
     """
+    if record is None:
+        return lambda record: _register(record, former_names)
+    return _register(record, former_names)
+
+
+def _register(record: R, former_names: tuple[str, ...]) -> R:
     if not (isinstance(record, type) and issubclass(record, tuple) and hasattr(record, "_fields")):
         raise TypeError(f"register takes a NamedTuple class, got {record!r}.")
-    known = RECORDS.get(record.__name__)
-    if known is not None and not _same_definition(known, record):
-        raise ValueError(
-            f"A state record named {record.__name__} is already registered ({known!r}); "
-            "give the new record another name."
-        )
-    RECORDS[record.__name__] = record
+    for name in (record.__name__, *former_names):
+        known = RECORDS.get(name)
+        if known is not None and not _same_definition(known, record):
+            raise ValueError(
+                f"A state record named {name} is already registered ({known!r}); "
+                "give the new record another name."
+            )
+        RECORDS[name] = record
     return record
 
 
@@ -159,9 +172,9 @@ def to_dict(state: Any) -> Any:
         TypeError: if a `user_state` field holds something other than JSON data.
 
     Examples:
-        >>> from grainfn.fn import CountState
-        >>> to_dict(CountState(seen=3, parent=DatasetPosition(7)))
-        {'kind': 'CountState', 'seen': 3, 'parent': {'kind': 'DatasetPosition', 'position': 7}}
+        >>> from grainfn.fn import IndexedState
+        >>> to_dict(IndexedState(seen=3, parent=DatasetPosition(7)))
+        {'kind': 'IndexedState', 'seen': 3, 'parent': {'kind': 'DatasetPosition', 'position': 7}}
     """
     if isinstance(state, tuple) and hasattr(state, "_fields"):
         out: dict[str, Any] = {"kind": type(state).__name__}

@@ -88,8 +88,8 @@ class FlatMappedDataset(OneParent):
         return ParentIndex(0, index // self.max_fan_out)
 
 
-@records.register
-class SplitState(NamedTuple):
+@records.register(former_names=("SplitState",))  # its former name, in states saved before
+class FlatMapState(NamedTuple):
     """State of a stream `flat_map`: parts of the current element taken, and the state before it."""
 
     taken: int
@@ -105,10 +105,10 @@ class FlatMappedStream(WrappingStream):
     """
 
     fn: Callable[[Any], Sequence[Any]]
-    record = SplitState
-    grain_keys = GrainKeys("FlatMapIterDataset", SplitState, (("next_index_in_buffer", "taken"),))
+    record = FlatMapState
+    grain_keys = GrainKeys("FlatMapIterDataset", FlatMapState, (("next_index_in_buffer", "taken"),))
 
-    def open(self, state: SplitState) -> Cursor:
+    def open(self, state: FlatMapState) -> Cursor:
         return _FlatMapCursor(self.parent.open(state.parent), state, self.fn, self.describe_stage())
 
     def describe_stage(self) -> str:
@@ -152,10 +152,10 @@ class _FlatMapCursor(BaseCursor):
         self.offset += 1
         return part
 
-    def state(self) -> SplitState:
+    def state(self) -> FlatMapState:
         if self.offset >= len(self.parts):
-            return SplitState(0, self.parent.state())
-        return SplitState(self.offset, self.before)
+            return FlatMapState(0, self.parent.state())
+        return FlatMapState(self.offset, self.before)
 
     def children(self) -> tuple[Cursor, ...]:
         return (self.parent,)

@@ -190,9 +190,13 @@ class _MapCursor(BaseCursor):
         return (self.parent,)
 
 
-@records.register
-class CountState(NamedTuple):
-    """State of a stage that counts the elements it has passed on (random_map, map_with_index)."""
+@records.register(former_names=("CountState",))  # its former name, in states saved before
+class IndexedState(NamedTuple):
+    """State of a stage that gives each element its index: the index of the next, `seen`.
+
+    `map_with_index` passes the index to its function, `random_map` draws the
+    element's random numbers from it.
+    """
 
     seen: int
     parent: Any
@@ -200,9 +204,9 @@ class CountState(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class CountingStream(WrappingStream):
-    """Base of stages that count the elements they pass on, in a CountState."""
+    """Base of stages that count the elements they pass on, in a IndexedState."""
 
-    record = CountState
+    record = IndexedState
     next_index_rule = "counter"
 
     def check_state(self, state: Any, path: str = "") -> None:
@@ -210,7 +214,7 @@ class CountingStream(WrappingStream):
         bound = self.parent.most_delivered(state.parent)
         records.check_at_most(state.seen, bound, path, "seen", "the parent's state")
 
-    def most_delivered(self, state: CountState) -> int:
+    def most_delivered(self, state: IndexedState) -> int:
         return state.seen
 
 
@@ -219,11 +223,11 @@ class IndexMappedStream(CountingStream):
     """`fn(n, element)` for the n-th element of the stream."""
 
     spec_rule = "mapped"
-    grain_keys = GrainKeys("IterDataset.map_with_index", CountState, (("counter", "seen"),))
+    grain_keys = GrainKeys("IterDataset.map_with_index", IndexedState, (("counter", "seen"),))
 
     fn: Callable[[int, Any], Any]
 
-    def open(self, state: CountState) -> Cursor:
+    def open(self, state: IndexedState) -> Cursor:
         return CountCursor(
             self.parent.open(state.parent), state.seen, self.fn, self.describe_stage()
         )
@@ -264,7 +268,7 @@ class CountCursor(BaseCursor):
             raise
 
     def state(self) -> Any:
-        return CountState(self.count, self.parent.state())
+        return IndexedState(self.count, self.parent.state())
 
     def children(self) -> tuple[Cursor, ...]:
         return (self.parent,)

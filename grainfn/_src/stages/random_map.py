@@ -26,7 +26,7 @@ from grainfn._src.index import jax_keys, wide
 from grainfn._src.index.device_ints import Split
 from grainfn._src.index.jax_keys import JaxKeys
 from grainfn._src.index.rng import ElementRng
-from grainfn._src.stages.map import CountCursor, CountingStream, CountState
+from grainfn._src.stages.map import CountCursor, CountingStream, IndexedState
 
 if TYPE_CHECKING:
     from grainfn._src.core.compiler import Compiler
@@ -118,7 +118,7 @@ class RandomMappedStream(CountingStream):
     """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
 
     spec_rule = "mapped"
-    grain_keys = GrainKeys("IterDataset.random_map", CountState, (("index_for_rng", "seen"),))
+    grain_keys = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
 
     fn: Callable[[Any, Any], Any]
     seed: int
@@ -133,7 +133,7 @@ class RandomMappedStream(CountingStream):
     def __post_init__(self) -> None:
         object.__setattr__(self, "rngs", element_rngs(self.seed, self.rng, sys.maxsize))
 
-    def open(self, state: CountState) -> Cursor:
+    def open(self, state: IndexedState) -> Cursor:
         fn, at = self.fn, self.rngs.at
         first, step = self.draws
         if (first, step) == (0, 1):

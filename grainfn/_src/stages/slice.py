@@ -63,7 +63,7 @@ class SlicedDataset(IndexStage[T]):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class TakenDataset(IndexStage[T]):
+class PositionsDataset(IndexStage[T]):
     """The parent's positions listed in `positions`, epoch by epoch."""
 
     positions: tuple[int, ...]
@@ -122,7 +122,7 @@ def slice(positions: builtins.slice | Sequence[int], ds: Dataset[T]) -> Dataset[
             f"slice takes a slice or a sequence of integer positions, got {positions!r}."
         )
     table = slicing.index_table(positions, ds.length)
-    return TakenDataset(ds, tuple(table.tolist()))
+    return PositionsDataset(ds, tuple(table.tolist()))
 
 
 def sequential_part(sl: builtins.slice, ds: Dataset[T]) -> Dataset[T]:
