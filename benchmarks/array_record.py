@@ -33,21 +33,8 @@ from typing import Any
 import numpy as np
 
 import grainfn
-from benchmarks.harness import (
-    GRAIN,
-    GRAINFN,
-    HAND,
-    Case,
-    Row,
-    Target,
-    Timer,
-    measure,
-    per_item,
-    require,
-    results,
-    same_outputs,
-)
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 from grainfn.sources import ArrayRecordDataSource, write_array_records
 
 BATCH, SEED, SHARDS, RECORD_BYTES = 64, 0, 4, 1024
@@ -55,16 +42,13 @@ IN_THREAD, HAND_SEEK = "grainfn parallel_reads=False", "hand loop, seek + read"
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
-
-    records: int
-    singles: int  # shuffled indices of the single-record benchmark
-    timer: Timer
+class Config(h.Config):
+    records: int = 20_000
+    singles: int = 2_000  # shuffled indices of the single-record benchmark
 
 
-DEFAULT = Config(20_000, 2_000, Timer(repeats=5, min_time=2.0, budget=12.0, burst=1.0))
-QUICK = Config(4_000, 500, Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.2))
+DEFAULT = Config(h.Timer(repeats=5, min_time=2.0, budget=12.0, burst=1.0))
+QUICK = Config(h.Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.2), records=4_000, singles=500)
 
 
 class HandReader:
@@ -115,7 +99,7 @@ class Files:
     hand: HandReader
 
 
-def pipeline(c: Config, files: Files) -> list[Row]:
+def pipeline(c: Config, files: Files) -> list[h.Row]:
     import grain
 
     def ours(parallel_reads: bool) -> Any:
@@ -129,61 +113,49 @@ def pipeline(c: Config, files: Files) -> list[Row]:
         return [np.asarray(read(block)) for block in files.blocks]
 
     cases = {
-        GRAINFN: Case(functools.partial(list, ours(True))),
-        IN_THREAD: Case(functools.partial(list, ours(False))),
-        GRAIN: Case(lambda: list(theirs)),
-        HAND: Case(functools.partial(stacked, files.hand.read_block)),
-        HAND_SEEK: Case(functools.partial(stacked, files.hand.seek_block)),
+        h.GRAINFN: h.Case(h.reader(ours(True))),
+        IN_THREAD: h.Case(h.reader(ours(False))),
+        h.GRAIN: h.Case(lambda: list(theirs)),
+        h.HAND: h.Case(functools.partial(stacked, files.hand.read_block)),
+        HAND_SEEK: h.Case(functools.partial(stacked, files.hand.seek_block)),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(len(out[GRAINFN]) == len(files.blocks), "pipeline: wrong number of batches")
-    for label in (IN_THREAD, HAND, HAND_SEEK):
-        require(same_outputs(out[GRAINFN], out[label]), f"pipeline: {label} differs")
-    checks = {"grainfn batches = Grain's": same_outputs(out[GRAINFN], out[GRAIN])}
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    h.require(len(out[h.GRAINFN]) == len(files.blocks), "pipeline: wrong number of batches")
+    h.require_same("pipeline", out, (IN_THREAD, h.HAND, HAND_SEEK))
+    checks = {"grainfn batches = Grain's": h.same_outputs(out[h.GRAINFN], out[h.GRAIN])}
     detail = f"{c.records:,} records of {RECORD_BYTES} bytes in {SHARDS} files; times per record"
-    title = f"shuffle+batch({BATCH})"
-    return [
-        Row(
-            "Pipeline",
-            title,
-            per_item(t, c.records),
-            c.records,
-            "us",
-            detail=detail,
-            checks=checks,
-        )
-    ]
+    figures, title = h.per_item(t, c.records), f"shuffle+batch({BATCH})"
+    return [h.Row("Pipeline", title, figures, c.records, "us", detail=detail, checks=checks)]
 
 
 def same_records(c: Config, sources: dict[str, Callable[[Any], Any]], read: Any) -> Any:
     """Times `read(source)` for each source, checks that all read the same records."""
-    t = measure(
-        {key: Case(functools.partial(read, source)) for key, source in sources.items()}, c.timer
-    )
-    out = list(results(t).values())
-    require(all(records == out[0] for records in out), f"{read.__name__}: records differ")
+    cases = {key: h.Case(functools.partial(read, source)) for key, source in sources.items()}
+    t = h.measure(cases, c.timer)
+    out = list(h.results(t).values())
+    h.require(all(records == out[0] for records in out), f"{read.__name__}: records differ")
     return t
 
 
-def getitems(c: Config, files: Files) -> list[Row]:
+def getitems(c: Config, files: Files) -> list[h.Row]:
     import grain
 
     def blocks(getitems: Callable[[list[int]], Any]) -> list[Any]:
         return [list(getitems(block)) for block in files.blocks]
 
     sources = {
-        GRAINFN: ArrayRecordDataSource(files.paths).__getitems__,
+        h.GRAINFN: ArrayRecordDataSource(files.paths).__getitems__,
         IN_THREAD: ArrayRecordDataSource(files.paths, parallel_reads=False).__getitems__,
-        GRAIN: grain.sources.ArrayRecordDataSource(files.paths).__getitems__,
-        HAND: files.hand.read_block,
+        h.GRAIN: grain.sources.ArrayRecordDataSource(files.paths).__getitems__,
+        h.HAND: files.hand.read_block,
         HAND_SEEK: files.hand.seek_block,
     }
-    figures = per_item(same_records(c, sources, blocks), c.records)
-    return [Row("Source `__getitems__`", f"blocks of {BATCH}", figures, c.records, "us")]
+    figures = h.per_item(same_records(c, sources, blocks), c.records)
+    return [h.Row("Source `__getitems__`", f"blocks of {BATCH}", figures, c.records, "us")]
 
 
-def singles(c: Config, files: Files) -> list[Row]:
+def singles(c: Config, files: Files) -> list[h.Row]:
     import grain
 
     order = [i for block in files.blocks for i in block][: c.singles]
@@ -192,22 +164,21 @@ def singles(c: Config, files: Files) -> list[Row]:
         return [getitem(i) for i in order]
 
     sources = {
-        GRAINFN: ArrayRecordDataSource(files.paths).__getitem__,
-        GRAIN: grain.sources.ArrayRecordDataSource(files.paths).__getitem__,
-        HAND: files.hand.read_one,
+        h.GRAINFN: ArrayRecordDataSource(files.paths).__getitem__,
+        h.GRAIN: grain.sources.ArrayRecordDataSource(files.paths).__getitem__,
+        h.HAND: files.hand.read_one,
         HAND_SEEK: files.hand.seek_one,
     }
-    figures = per_item(same_records(c, sources, records), len(order))
+    figures = h.per_item(same_records(c, sources, records), len(order))
     detail = (
         f"{len(order):,} shuffled indices; `parallel_reads` does not apply (one record is always "
         "read in the calling thread); the batched hand loop is a one-index `read([i])`."
     )
-    return [Row("Single records", "`source[i]`", figures, len(order), "us", detail=detail)]
+    return [h.Row("Single records", "`source[i]`", figures, len(order), "us", detail=detail)]
 
 
-def steps(quick: bool) -> list[Step]:
-    """The three benchmarks, over files written (and the readers opened) by the first step."""
-    c = QUICK if quick else DEFAULT
+def steps(c: Config) -> list[h.Step]:
+    """The three benchmarks, over files written (and the readers opened) here."""
     folder = tempfile.TemporaryDirectory()
     rng = np.random.default_rng(42)
     records = [rng.bytes(RECORD_BYTES - 8) + (i + 1).to_bytes(8, "big") for i in range(c.records)]
@@ -215,20 +186,20 @@ def steps(quick: bool) -> list[Step]:
     order = list(grainfn.MapDataset.range(c.records).seed(SEED).shuffle())
     blocks = [order[i : i + BATCH] for i in range(0, c.records, BATCH)]
     hand = HandReader(paths, [len(ArrayRecordDataSource(p)) for p in paths])
-    require(hand.read_block(blocks[0]) == [records[i] for i in blocks[0]], "bad hand loop")
+    h.require(hand.read_block(blocks[0]) == [records[i] for i in blocks[0]], "bad hand loop")
     files = Files(folder, paths, blocks, hand)
     rows = {"pipeline": pipeline, "getitems": getitems, "singles": singles}
-    return [Step(name, functools.partial(row, c, files)) for name, row in rows.items()]
+    return [h.Step(name, functools.partial(row, c, files)) for name, row in rows.items()]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     out = [
-        Target.at_least(f"{key}: grainfn >= 1.5x Grain", rows[key].speedup(GRAIN), 1.5)
+        h.Target.at_least(f"{key}: grainfn >= 1.5x Grain", rows[key].speedup(h.GRAIN), 1.5)
         for key in ("Pipeline", "Source `__getitems__`", "Single records")
     ]
     same = all(rows["Pipeline"].checks.values())
-    return [*out, Target.check("Pipeline: grainfn batches = Grain's", same)]
+    return [*out, h.Target.check("Pipeline: grainfn batches = Grain's", same)]
 
 
 if __name__ == "__main__":
-    run_suite("array_record", __doc__ or "", steps, targets)
+    run_suite("array_record", __doc__ or "", steps, targets, DEFAULT, QUICK)

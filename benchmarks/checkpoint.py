@@ -36,20 +36,8 @@ import orbax.checkpoint as ocp
 
 import grainfn
 import grainfn.checkpoint
-from benchmarks.harness import (
-    GRAINFN,
-    MISSING,
-    Case,
-    Row,
-    Target,
-    Timer,
-    Timing,
-    fmt_seconds,
-    measure,
-    ratio,
-    require,
-)
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 
 BATCH = 32
 THEIRS, PLAIN = "Grain", "plain"
@@ -63,26 +51,22 @@ CALLS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Sizes and timing (`QUICK` for a smoke run)."""
+class Config(h.Config):
+    """`timer` times the cheap calls; the manager saves run `saves` times within `saves_budget`."""
 
-    records: int  # records of each range
-    advance: int  # batches read before measuring
-    calls: Timer  # the cheap calls
-    manager: Timer  # the CheckpointManager saves
+    saves: int = 300
+    saves_budget: float = 8.0
+    records: int = 1_000_000  # records of each range
+    advance: int = 20  # batches read before measuring
 
 
-DEFAULT = Config(
-    records=1_000_000,
-    advance=20,
-    calls=Timer(repeats=500, min_time=1.0, max_repeats=10_000, budget=8.0, burst=0.1),
-    manager=Timer(repeats=300, max_repeats=300, budget=8.0, burst=0.0),
-)
+DEFAULT = Config(h.Timer(repeats=500, min_time=1.0, max_repeats=10_000, budget=8.0, burst=0.1))
 QUICK = Config(
+    h.Timer(repeats=100, min_time=0.2, max_repeats=2_000, budget=2.0, burst=0.1),
+    saves=40,
+    saves_budget=2.0,
     records=100_000,
     advance=5,
-    calls=Timer(repeats=100, min_time=0.2, max_repeats=2_000, budget=2.0, burst=0.1),
-    manager=Timer(repeats=40, max_repeats=40, budget=2.0, burst=0.0),
 )
 
 
@@ -116,10 +100,10 @@ def until_it_waits(coroutine: Coroutine[Any, Any, Any]) -> Any:
         coroutine.send(None)
     except StopIteration as done:
         return done.value
-    raise AssertionError(f"{coroutine.__qualname__} waited")
+    raise AssertionError(f"{getattr(coroutine, '__qualname__', coroutine)} waited")
 
 
-def save_case(it: Any, directory: Path) -> Case:
+def save_case(it: Any, directory: Path) -> h.Case:
     """Timed `it.save(dir)` calls (Orbax v1 awaits the call, which gives the background write);
     the setup drops the writes, untimed."""
     directory.mkdir()
@@ -130,10 +114,10 @@ def save_case(it: Any, directory: Path) -> Case:
             write.close()
         writes.clear()
 
-    return Case(lambda: writes.append(until_it_waits(it.save(directory))), setup=drop)
+    return h.Case(lambda: writes.append(until_it_waits(it.save(directory))), setup=drop)
 
 
-def handler_case(handler: Any, directory: Path, make_args: Callable[[], Any]) -> Case:
+def handler_case(handler: Any, directory: Path, make_args: Callable[[], Any]) -> h.Case:
     """Timed synchronous parts of `handler.async_save`; the commits it returns write into
     `directory` at once, each in its own thread; the setup awaits them, untimed."""
     directory.mkdir()
@@ -147,7 +131,7 @@ def handler_case(handler: Any, directory: Path, make_args: Callable[[], Any]) ->
     def save() -> None:
         commits.extend(until_it_waits(handler.async_save(directory, args=make_args())))
 
-    return Case(save, setup=wait)
+    return h.Case(save, setup=wait)
 
 
 class ManagerSaves:
@@ -164,13 +148,15 @@ class ManagerSaves:
         self.manager.wait_until_finished()
 
 
-def pipeline(c: Config, name: str, build: Callable[[Any, int], Any]) -> list[Row]:
+def pipeline(c: Config, name: str, build: Callable[[Any, int], Any]) -> list[h.Row]:
     """The blocking times of one pipeline's calls, grainfn and Grain."""
     with tempfile.TemporaryDirectory() as folder:
         return measure_calls(c, name, build, Path(folder))
 
 
-def measure_calls(c: Config, name: str, build: Callable[[Any, int], Any], root: Path) -> list[Row]:
+def measure_calls(
+    c: Config, name: str, build: Callable[[Any, int], Any], root: Path
+) -> list[h.Row]:
     ours, theirs = iter(build(grainfn, c.records)), iter(build(grain, c.records))
     for it in (ours, theirs):
         for _ in range(c.advance):
@@ -178,30 +164,27 @@ def measure_calls(c: Config, name: str, build: Callable[[Any, int], Any], root: 
     state = ours.get_state()
     ours_save = lambda: grainfn.checkpoint.CheckpointSave(ours)  # noqa: E731
     plain_save = lambda: ocp.args.JsonSave(state)  # noqa: E731
+    theirs_save = lambda: grain.checkpoint.CheckpointSave(theirs)  # noqa: E731
+    ours_handler, json_handler = grainfn.checkpoint.CheckpointHandler(), ocp.JsonCheckpointHandler()
     calls = {
-        f"get_state {GRAINFN}": Case(ours.get_state),
-        f"get_state {THEIRS}": Case(theirs.get_state),
-        f"it.save {GRAINFN}": save_case(ours, root / f"{name}-v1-grainfn"),
+        f"get_state {h.GRAINFN}": h.Case(ours.get_state),
+        f"get_state {THEIRS}": h.Case(theirs.get_state),
+        f"it.save {h.GRAINFN}": save_case(ours, root / f"{name}-v1-grainfn"),
         f"it.save {THEIRS}": save_case(theirs, root / f"{name}-v1-grain"),
-        f"handler {GRAINFN}": handler_case(
-            grainfn.checkpoint.CheckpointHandler(), root / f"{name}-handler-grainfn", ours_save
+        f"handler {h.GRAINFN}": handler_case(
+            ours_handler, root / f"{name}-handler-grainfn", ours_save
         ),
-        f"handler {PLAIN}": handler_case(
-            ocp.JsonCheckpointHandler(), root / f"{name}-handler-json", plain_save
-        ),
+        f"handler {PLAIN}": handler_case(json_handler, root / f"{name}-handler-json", plain_save),
     }
     managers = {
-        GRAINFN: ManagerSaves(root / f"{name}-grainfn", ours_save),
-        THEIRS: ManagerSaves(
-            root / f"{name}-grain", lambda: grain.checkpoint.CheckpointSave(theirs)
-        ),
+        h.GRAINFN: ManagerSaves(root / f"{name}-grainfn", ours_save),
+        THEIRS: ManagerSaves(root / f"{name}-grain", theirs_save),
         PLAIN: ManagerSaves(root / f"{name}-json", plain_save),
     }
-    t = measure(calls, c.calls)
+    t = h.measure(calls, c.timer)
     # Manager saves alternate one by one, so that a slow phase of the machine hits all alike.
-    t |= measure(
-        {f"manager {k}": Case(m.run, setup=m.wait) for k, m in managers.items()}, c.manager
-    )
+    saves = {f"manager {k}": h.Case(m.run, setup=m.wait) for k, m in managers.items()}
+    t |= h.measure(saves, h.Timer(c.saves, max_repeats=c.saves, budget=c.saves_budget, burst=0.0))
     for case in calls.values():  # drop the writes, await the commits
         if case.setup is not None:
             case.setup()
@@ -218,71 +201,64 @@ def check_restores(
 ) -> None:
     """The last steps saved restore: grainfn's and Grain's to the same batches, JsonSave as is."""
     batches = {}
-    for key, lib in ((GRAINFN, grainfn), (THEIRS, grain)):
-        fresh = iter(build(lib, c.records))
-        managers[key].manager.restore(
-            managers[key].step, args=lib.checkpoint.CheckpointRestore(fresh)
-        )
+    for key, lib in ((h.GRAINFN, grainfn), (THEIRS, grain)):
+        fresh, saved = iter(build(lib, c.records)), managers[key]
+        saved.manager.restore(saved.step, args=lib.checkpoint.CheckpointRestore(fresh))
         batches[key] = [next(fresh).tolist() for _ in range(3)]
-    require(batches[GRAINFN] == batches[THEIRS], f"{name}: restored grainfn != restored Grain")
+    h.require(batches[h.GRAINFN] == batches[THEIRS], f"{name}: restored grainfn != restored Grain")
     plain = managers[PLAIN]
     saved = plain.manager.restore(plain.step, args=ocp.args.JsonRestore())
-    require(saved == state, f"{name}: JsonSave restored {saved}")
+    h.require(saved == state, f"{name}: JsonSave restored {saved}")
 
 
-def rows(name: str, t: dict[str, Timing]) -> list[Row]:
+def rows(name: str, t: dict[str, h.Timing]) -> list[h.Row]:
     """A row per blocking call: the median of each implementation, per call."""
     median = {label: timing.median for label, timing in t.items()}
     added = {
-        "handler": median[f"handler {GRAINFN}"] - median[f"handler {PLAIN}"],
-        "manager": median[f"manager {GRAINFN}"] - median[f"manager {PLAIN}"],
+        "handler": median[f"handler {h.GRAINFN}"] - median[f"handler {PLAIN}"],
+        "manager": median[f"manager {h.GRAINFN}"] - median[f"manager {PLAIN}"],
         "Grain's manager": median[f"manager {THEIRS}"] - median[f"manager {PLAIN}"],
     }
     out = []
     for call, title in CALLS.items():
-        labels = {k: f"{call} {k}" for k in (GRAINFN, THEIRS, PLAIN) if f"{call} {k}" in t}
-        best = ", ".join(f"{k} {fmt_seconds(t[label].best)}" for k, label in labels.items())
-        detail = f"median of {len(t[labels[GRAINFN]].runs)} calls; best: {best}."
+        labels = {k: f"{call} {k}" for k in (h.GRAINFN, THEIRS, PLAIN) if f"{call} {k}" in t}
+        best = ", ".join(f"{k} {h.fmt_seconds(t[label].best)}" for k, label in labels.items())
+        detail = f"median of {len(t[labels[h.GRAINFN]].runs)} calls; best: {best}."
         if call == "manager":
             detail += " What the iterator adds to a save (median - plain's): "
             detail += "; ".join(f"{k} {signed(v)}" for k, v in added.items())
         figures = {k: median[label] for k, label in labels.items()}
-        out.append(Row(f"{name} {title}", "", figures, unit="us", detail=detail))
+        out.append(h.Row(f"{name} {title}", "", figures, unit="us", detail=detail))
     return out
 
 
 def signed(seconds: float | None) -> str:
     if seconds is None:
-        return MISSING
-    return ("-" if seconds < 0 else "") + fmt_seconds(abs(seconds))
+        return h.MISSING
+    return ("-" if seconds < 0 else "") + h.fmt_seconds(abs(seconds))
 
 
-def steps(quick: bool) -> list[Step]:
-    c = QUICK if quick else DEFAULT
+def steps(c: Config) -> list[h.Step]:
     pipelines = {"P1": p1, "P2": p2}
-    return [
-        Step(name, functools.partial(pipeline, c, name, build)) for name, build in pipelines.items()
-    ]
+    return [h.Step(key, functools.partial(pipeline, c, key, p)) for key, p in pipelines.items()]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     out = []
     for name in ("P1", "P2"):
-        get_state, save, handler, manager = (
-            rows[f"{name} {title}"].per_item for title in CALLS.values()
-        )
-        extra = handler[GRAINFN] - get_state[GRAINFN]
+        get_state, save, handler, manager = (rows[f"{name} {t}"].per_item for t in CALLS.values())
+        extra = h.difference(handler[h.GRAINFN], get_state[h.GRAINFN])
         text = f"{name}: the handler's synchronous part <= get_state() + 50 µs"
         text += " (no thread start, no I/O)"
-        out.append(Target.at_most(text, extra, 50e-6, signed))
+        out.append(h.Target.at_most(text, extra, 50e-6, signed))
         text = f"{name}: it.save(dir) blocks <= 2x get_state()"
-        out.append(Target.at_most(text, ratio(save[GRAINFN], get_state[GRAINFN]), 2.0))
+        out.append(h.Target.at_most(text, h.ratio(save[h.GRAINFN], get_state[h.GRAINFN]), 2.0))
         text = f"{name}: a manager save blocks <= 1.2x a plain item's"
-        out.append(Target.at_most(text, ratio(manager[GRAINFN], manager[PLAIN]), 1.2))
+        out.append(h.Target.at_most(text, h.ratio(manager[h.GRAINFN], manager[PLAIN]), 1.2))
         text = f"{name}: a manager save blocks no longer than with Grain's CheckpointSave"
-        out.append(Target.at_least(text, ratio(manager[THEIRS], manager[GRAINFN]), 1.0))
+        out.append(h.Target.at_least(text, h.ratio(manager[THEIRS], manager[h.GRAINFN]), 1.0))
     return out
 
 
 if __name__ == "__main__":
-    run_suite("checkpoint", __doc__ or "", steps, targets)
+    run_suite("checkpoint", __doc__ or "", steps, targets, DEFAULT, QUICK)

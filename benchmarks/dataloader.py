@@ -29,84 +29,43 @@ from typing import Any
 import numpy as np
 
 import grainfn
-from benchmarks.harness import (
-    GRAIN,
-    GRAIN_SYNC,
-    GRAINFN,
-    HAND,
-    Case,
-    Row,
-    Target,
-    Timer,
-    fmt_rate,
-    measure,
-    per_item,
-    ratio,
-    require,
-    results,
-    same_outputs,
-)
-from benchmarks.run import Step, run_suite
-from benchmarks.workers import (
-    Spin,
-    calibrate,
-    libraries,
-    library,
-    plural,
-    reading,
-    resume,
-    take_state,
-    time_workers,
-    timed_read,
-    worker_rows,
-)
+from benchmarks import harness as h
+from benchmarks import workers as wk
+from benchmarks.run import run_suite
 
 SEED, D1_BATCH, D2_BATCH, D3_BATCH = 42, 32, 8, 64
 IMAGE_SHAPE = (32, 32, 3)
 IMAGE_BYTES = int(np.prod(IMAGE_SHAPE))
 LOADERS = {
-    GRAIN: "Grain DataLoader, default ReadOptions",
-    GRAIN_SYNC: "Grain DataLoader, ReadOptions(num_threads=0)",
-    HAND: "hand loop",
+    h.GRAIN: "Grain DataLoader, default ReadOptions",
+    h.GRAIN_SYNC: "Grain DataLoader, ReadOptions(num_threads=0)",
+    h.HAND: "hand loop",
 }
 """What D1's checks call the implementations it compares grainfn with."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
+class Config(h.Config):
+    """`timer` times D1's grainfn and hand loop."""
 
-    d1_n: int  # D1: records of the source
-    d1_timer: Timer  # D1: grainfn and the hand loop
-    grain_budget: float  # D1: seconds of timed runs per Grain case before repeats stop
-    warmup_n: int  # D1: records of the small loaders Grain warms up on
-    d2_n: int
-    d2_repeats: int  # D2: timed runs per case
-    d3_n: int
-    d3_repeats: int
-    state_n: int  # State: records of D1's loader
+    d1_n: int = 100_000  # D1: records of the source
+    grain_budget: float = 20.0  # D1: seconds of timed runs per Grain case before repeats stop
+    warmup_n: int = 2_000  # D1: records of the small loaders Grain warms up on
+    d2_n: int = 1000
+    d3_n: int = 20_000
+    repeats: int = 5  # D2, D3: timed runs per case
+    state_n: int = 20_000  # State: records of D1's loader
 
 
-DEFAULT = Config(
-    d1_n=100_000,
-    d1_timer=Timer(repeats=5, min_time=3.0),
-    grain_budget=20.0,
-    warmup_n=2_000,
-    d2_n=1000,
-    d2_repeats=5,
-    d3_n=20_000,
-    d3_repeats=5,
-    state_n=20_000,
-)
+DEFAULT = Config(h.Timer(repeats=5, min_time=3.0))
 QUICK = Config(
+    h.Timer(repeats=2),
     d1_n=10_000,
-    d1_timer=Timer(repeats=2, min_time=0.0),
     grain_budget=2.0,
     warmup_n=500,
     d2_n=120,
-    d2_repeats=1,
     d3_n=4_000,
-    d3_repeats=1,
+    repeats=1,
     state_n=3_000,
 )
 
@@ -129,11 +88,11 @@ def d1_operations(lib: Any) -> list[Any]:
     return [TwiceAndOne(), AddNoise(), NotMultipleOf3(), lib.transforms.Batch(D1_BATCH)]
 
 
-def spin_operations(lib: Any, work: Spin) -> list[Any]:
+def spin_operations(lib: Any, work: wk.Spin) -> list[Any]:
     """D2's operations with `lib`'s classes: `Map(work)`, `Batch(8)`."""
 
     class SpinMap(lib.transforms.Map):
-        def __init__(self, work: Spin) -> None:
+        def __init__(self, work: wk.Spin) -> None:
             self.work = work
 
         def map(self, x: Any) -> Any:
@@ -190,10 +149,6 @@ def multiset(batches: list[Any]) -> np.ndarray:
     return np.sort(np.concatenate([np.asarray(b).reshape(-1) for b in batches]))
 
 
-# ---------------------------------------------------------------------------
-# D1: a cheap pipeline, worker_count=0.
-
-
 def hand_d1(source: list[int], keys_of: Callable[[np.ndarray], list[int]]) -> list[np.ndarray]:
     """D1 by hand: the sampler's order, then per record map, random map, filter, batch.
 
@@ -210,7 +165,7 @@ def hand_d1(source: list[int], keys_of: Callable[[np.ndarray], list[int]]) -> li
     out: list[np.ndarray] = []
     batch: list[Any] = []
     for g, key in enumerate(keys):
-        x = source[key] * 2 + 1
+        x: Any = source[key] * 2 + 1
         inner["key"] = np.array([SEED + g, 0], dtype=np.uint64)
         inner["counter"] = zero
         state["buffer_pos"] = 4
@@ -227,58 +182,49 @@ def hand_d1(source: list[int], keys_of: Callable[[np.ndarray], list[int]]) -> li
     return out
 
 
-def cheap(c: Config) -> list[Row]:
-    grain, n = library("Grain"), c.d1_n
+def cheap(c: Config) -> list[h.Row]:
+    grain, n = wk.library("Grain"), c.d1_n
     source, small = list(range(n)), list(range(c.warmup_n))
     ours = loader(grainfn, source, d1_operations(grainfn))
     keys_of = sampler(grainfn, n).record_keys
-    cases = {GRAINFN: Case(lambda: list(ours))}
-    for key, options in ((GRAIN, None), (GRAIN_SYNC, grain.ReadOptions(num_threads=0))):
-        full, warm = (
-            loader(grain, records, d1_operations(grain), 0, options) for records in (source, small)
-        )
-        cases[key] = Case(
-            functools.partial(list, full), functools.partial(list, warm), budget=c.grain_budget
-        )
-    cases[HAND] = Case(lambda: hand_d1(source, keys_of))
-    t = measure(cases, c.d1_timer)
-    out = results(t)
-    require(bool(out[GRAINFN]), "D1: grainfn read no batches")
-    checks = {f"= {name}": same_outputs(out[GRAINFN], out[key]) for key, name in LOADERS.items()}
+    cases = {h.GRAINFN: h.Case(lambda: list(ours))}
+    for key, options in ((h.GRAIN, None), (h.GRAIN_SYNC, grain.ReadOptions(num_threads=0))):
+        full, warm = (loader(grain, r, d1_operations(grain), 0, options) for r in (source, small))
+        cases[key] = h.Case(h.reader(full), h.reader(warm), budget=c.grain_budget)
+    cases[h.HAND] = h.Case(lambda: hand_d1(source, keys_of))
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    h.require(bool(out[h.GRAINFN]), "D1: grainfn read no batches")
+    checks = {f"= {name}": h.same_outputs(out[h.GRAINFN], out[k]) for k, name in LOADERS.items()}
     rates = ", ".join(
-        f"{k} {fmt_rate(n / v.best, ' records/s')} ({len(v.runs)} runs)" for k, v in t.items()
+        f"{k} {h.fmt_rate(n / v.best, ' records/s')} ({len(v.runs)} runs)" for k, v in t.items()
     )
-    detail = f"{n:,} records, {len(out[GRAINFN]):,} batches; records read per second: {rates}"
+    detail = f"{n:,} records, {len(out[h.GRAINFN]):,} batches; records read per second: {rates}"
     key = "D1 cheap pipeline, 0 workers"
-    return [Row(key, "", per_item(t, n), n, detail=detail, checks=checks)]
-
-
-# ---------------------------------------------------------------------------
-# D2 and D3: 0 and 2 workers, both libraries.
+    return [h.Row(key, "", h.per_item(t, n), n, detail=detail, checks=checks)]
 
 
 def worker_checks(outputs: dict[tuple[str, int], Any]) -> dict[str, bool]:
     """grainfn 2 = grainfn 0 = Grain 0, batch by batch; Grain 2 as a multiset (and in order)."""
-    ours = outputs["grainfn", 0]
+    ours, theirs = outputs["grainfn", 0], outputs["Grain", 2]
     return {
-        "grainfn 2 workers = grainfn 0 workers": same_outputs(outputs["grainfn", 2], ours),
-        "grainfn 0 workers = Grain 0 workers": same_outputs(outputs["Grain", 0], ours),
+        "grainfn 2 workers = grainfn 0 workers": h.same_outputs(outputs["grainfn", 2], ours),
+        "grainfn 0 workers = Grain 0 workers": h.same_outputs(outputs["Grain", 0], ours),
         "Grain 2 workers: same records (as a multiset)": np.array_equal(
-            multiset(outputs["Grain", 2]), multiset(ours)
+            multiset(theirs), multiset(ours)
         ),
-        "Grain 2 workers: same batches, in order": same_outputs(outputs["Grain", 2], ours),
+        "Grain 2 workers: same batches, in order": h.same_outputs(theirs, ours),
     }
 
 
-def cpu_bound(c: Config, work: Spin) -> list[Row]:
+def cpu_bound(c: Config, work: wk.Spin) -> list[h.Row]:
     def build(lib: Any, size: int, workers: int) -> Any:
         return loader(lib, list(range(size)), spin_operations(lib, work), workers)
 
-    reads, outputs = time_workers(
-        libraries(), build, timed_read, c.d2_n, 2 * D2_BATCH, c.d2_repeats, (0, 2)
-    )
-    require(len(multiset(outputs["grainfn", 2])) == c.d2_n, "D2: grainfn lost records")
-    rows = worker_rows("D2", reads, c.d2_n)
+    timing = (c.d2_n, 2 * D2_BATCH, c.repeats, (0, 2))
+    reads, outputs = wk.time_workers(wk.libraries(), build, wk.timed_read, *timing)
+    h.require(len(multiset(outputs["grainfn", 2])) == c.d2_n, "D2: grainfn lost records")
+    rows = wk.worker_rows("D2", reads, c.d2_n)
     detail = (
         f"CPU-bound: {c.d2_n} records, spin of {work.iterations:,} loop steps, Batch({D2_BATCH})"
     )
@@ -288,13 +234,10 @@ def cpu_bound(c: Config, work: Spin) -> list[Row]:
 def check_images(batches: Any, n: int) -> bool:
     """Reads `batches` untimed: every batch's shape and dtype, every byte of every record."""
     correct, keys = True, []
-    with reading(batches) as it:
+    with wk.reading(batches) as it:
         for batch in it:
-            correct &= (
-                batch.dtype == np.uint8
-                and batch.shape[1:] == IMAGE_SHAPE
-                and 0 < len(batch) <= D3_BATCH
-            )
+            shape = batch.shape[1:] == IMAGE_SHAPE and 0 < len(batch) <= D3_BATCH
+            correct &= batch.dtype == np.uint8 and shape
             if not correct:
                 break
             keys.append(image_keys(batch))
@@ -303,89 +246,77 @@ def check_images(batches: Any, n: int) -> bool:
     return correct and np.array_equal(multiset(keys), np.arange(n))
 
 
-def images(c: Config) -> list[Row]:
+def images(c: Config) -> list[h.Row]:
     def build(lib: Any, size: int, workers: int) -> Any:
         return loader(lib, ImageSource(size), [lib.transforms.Batch(D3_BATCH)], workers)
 
-    read = functools.partial(timed_read, keep=image_keys)
-    reads, outputs = time_workers(
-        libraries(), build, read, c.d3_n, 4 * D3_BATCH, c.d3_repeats, (0, 2)
-    )
-    require(
-        np.array_equal(multiset(outputs["grainfn", 2]), np.arange(c.d3_n)),
-        "D3: grainfn lost records",
-    )
+    read, timing = functools.partial(wk.timed_read, keep=image_keys), (4 * D3_BATCH, c.repeats)
+    reads, outputs = wk.time_workers(wk.libraries(), build, read, c.d3_n, *timing, (0, 2))
+    every = np.array_equal(multiset(outputs["grainfn", 2]), np.arange(c.d3_n))
+    h.require(every, "D3: grainfn lost records")
     checks = worker_checks(outputs)
-    checks["grainfn 2 workers, every byte of every record"] = check_images(
-        build(grainfn, c.d3_n, 2), c.d3_n
-    )
-    rows = worker_rows("D3", reads, c.d3_n)
+    bytes_ok = check_images(build(grainfn, c.d3_n, 2), c.d3_n)
+    checks["grainfn 2 workers, every byte of every record"] = bytes_ok
+    rows = wk.worker_rows("D3", reads, c.d3_n)
     megabytes, batches = c.d3_n * IMAGE_BYTES / 1e6, -(-c.d3_n // D3_BATCH)
-    ends = {f"{k} {plural(w, 'worker')}": min(r.total for r in v) for (k, w), v in reads.items()}
+    ends = {f"{k} {wk.plural(w, 'worker')}": min(r.total for r in v) for (k, w), v in reads.items()}
     rates = "; ".join(
-        f"{k}: {fmt_rate(batches / s, ' batches/s')}, {megabytes / s:.1f} MB/s"
+        f"{k}: {h.fmt_rate(batches / s, ' batches/s')}, {megabytes / s:.1f} MB/s"
         for k, s in ends.items()
     )
-    detail = (
-        f"images: {c.d3_n:,} records of {IMAGE_BYTES / 2**10:.0f} KiB, {batches:,} batches; {rates}"
-    )
+    kib = IMAGE_BYTES / 2**10
+    detail = f"images: {c.d3_n:,} records of {kib:.0f} KiB, {batches:,} batches; {rates}"
     return [dataclasses.replace(rows[0], detail=detail, checks=checks), *rows[1:]]
 
 
-# ---------------------------------------------------------------------------
-# State: taken with 2 workers, restored with 0 (and the reverse).
-
-
-def checkpoints(c: Config) -> list[Row]:
+def checkpoints(c: Config) -> list[h.Row]:
     source = list(range(c.state_n))
     expected = list(loader(grainfn, source, d1_operations(grainfn), 0))
     k = len(expected) // 2
-    checks = {}
+    checks: dict[str, bool] = {}
     for taken, restored in ((2, 0), (0, 2)):
-        head, state = take_state(loader(grainfn, source, d1_operations(grainfn), taken), k)
-        rest = resume(loader(grainfn, source, d1_operations(grainfn), restored), state)
-        same = same_outputs([*head, *rest], [*expected[: k + 1], *expected[k:]])
-        checks[f"taken with {plural(taken, 'worker')}, restored with {restored}"] = same
-    detail = (
-        f"D1's loader over {c.state_n:,} ints ({len(expected):,} batches); get_state() after {k:,}"
-    )
-    return [Row("State", "across worker counts", {}, detail=detail, checks=checks)]
+        head, state = wk.take_state(loader(grainfn, source, d1_operations(grainfn), taken), k)
+        rest = wk.resume(loader(grainfn, source, d1_operations(grainfn), restored), state)
+        same = h.same_outputs([*head, *rest], [*expected[: k + 1], *expected[k:]])
+        checks[f"taken with {wk.plural(taken, 'worker')}, restored with {restored}"] = same
+    batches = f"{len(expected):,} batches"
+    detail = f"D1's loader over {c.state_n:,} ints ({batches}); get_state() after {k:,}"
+    return [h.Row("State", "across worker counts", {}, detail=detail, checks=checks)]
 
 
-def steps(quick: bool) -> list[Step]:
-    c = QUICK if quick else DEFAULT
-    work = calibrate(0.001)  # about 1 ms per record
+def steps(c: Config) -> list[h.Step]:
+    work = wk.calibrate(0.001)  # about 1 ms per record
     return [
-        Step("D1", functools.partial(cheap, c)),
-        Step("D2", functools.partial(cpu_bound, c, work)),
-        Step("D3", functools.partial(images, c)),
-        Step("State", functools.partial(checkpoints, c)),
+        h.Step("D1", functools.partial(cheap, c)),
+        h.Step("D2", functools.partial(cpu_bound, c, work)),
+        h.Step("D3", functools.partial(images, c)),
+        h.Step("State", functools.partial(checkpoints, c)),
     ]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     d1 = rows["D1 cheap pipeline, 0 workers"]
-    d2 = {w: rows[f"D2 {plural(w, 'worker')}, end to end"] for w in (0, 2)}
+    d2 = {w: rows[f"D2 {wk.plural(w, 'worker')}, end to end"] for w in (0, 2)}
     d3 = rows["D3 0 workers, end to end"]
     out = [
-        Target.at_least(f"D1: grainfn >= 2x Grain ({options}), worker_count=0", d1.speedup(g), 2)
+        h.Target.at_least(f"D1: grainfn >= 2x Grain ({options}), worker_count=0", d1.speedup(g), 2)
         for g, options in (
-            (GRAIN, "default ReadOptions"),
-            (GRAIN_SYNC, "ReadOptions(num_threads=0)"),
+            (h.GRAIN, "default ReadOptions"),
+            (h.GRAIN_SYNC, "ReadOptions(num_threads=0)"),
         )
     ]
-    out += Target.checks("D1: grainfn's batches {}", d1.checks)
-    speedup = ratio(d2[0].per_item[GRAINFN], d2[2].per_item[GRAINFN])
+    out += h.Target.checks("D1: grainfn's batches {}", d1.checks)
+    speedup = h.ratio(d2[0].per_item[h.GRAINFN], d2[2].per_item[h.GRAINFN])
     text = "D2: grainfn 2 workers >= 1.6x faster than 0 workers (end to end)"
-    out.append(Target.at_least(text, speedup, 1.6))
+    out.append(h.Target.at_least(text, speedup, 1.6))
     text = "D2: grainfn 2 workers not slower than Grain 2 workers (end to end)"
-    out.append(Target.at_least(text, d2[2].speedup("Grain"), 1))
+    out.append(h.Target.at_least(text, d2[2].speedup("Grain"), 1))
     for label, checks in (("D2", d2[0].checks), ("D3", d3.checks)):  # not Grain's own batching
         kept = {name: ok for name, ok in checks.items() if not name.endswith("in order")}
-        out += Target.checks(f"{label}: {{}}", kept)
-    out += Target.checks("State {} workers: the remaining batches", rows["State"].checks)
+        out += h.Target.checks(f"{label}: {{}}", kept)
+    out += h.Target.checks("State {} workers: the remaining batches", rows["State"].checks)
     return out
 
 
 if __name__ == "__main__":
-    run_suite("dataloader", __doc__ or "", steps, targets)
+    run_suite("dataloader", __doc__ or "", steps, targets, DEFAULT, QUICK)

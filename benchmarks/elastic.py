@@ -33,23 +33,9 @@ import grain
 import numpy as np
 
 import grainfn
-from benchmarks.harness import (
-    GRAIN,
-    GRAIN_SYNC,
-    HAND,
-    Case,
-    Row,
-    Target,
-    Timer,
-    Timing,
-    grain_cases,
-    measure,
-    require,
-    results,
-    same_outputs,
-)
+from benchmarks import harness as h
 from benchmarks.map_level import add_one
-from benchmarks.run import Step, run_suite
+from benchmarks.run import run_suite
 from grainfn.experimental import DatasetOptions, ElasticIterator, WithOptionsIterDataset
 
 ELASTIC = "grainfn ElasticIterator"
@@ -58,32 +44,24 @@ PLAIN = "grainfn batch(256)"
 UNCHECKED = "grainfn batch(256), no filter check"
 MAP_BATCH = "grainfn map-level batch(256)"
 GLOBAL_BATCH, SHARDS, E1_SEED, E2_SEED = 256, 16, 5, 6
+NOT_THE_CUT = "the elastic batches != the numpy cut of the pipeline's permutation"
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
-
-    n: int  # elements of the range; a multiple of 384, so E1 keeps whole global batches
-    grain_n: int  # elements Grain is measured on
-    warmup_n: int  # elements of the small pipelines Grain is warmed up on
-    grain_budget: float  # seconds of timed runs per Grain implementation before repeats stop
-    timer: Timer
+class Config(h.Config):
+    n: int = 199_680  # elements of the range; a multiple of 384: E1 keeps whole global batches
+    grain_n: int = 7_680  # elements Grain is measured on
+    warmup_n: int = 768  # elements of the small pipelines Grain is warmed up on
+    grain_budget: float = 4.0  # seconds of timed runs per Grain case before repeats stop
 
 
-DEFAULT = Config(
-    n=199_680,
-    grain_n=7_680,
-    warmup_n=768,
-    grain_budget=4.0,
-    timer=Timer(repeats=7, min_time=1.5, budget=10.0, burst=0.5),
-)
+DEFAULT = Config(h.Timer(repeats=7, min_time=1.5, budget=10.0, burst=0.5))
 QUICK = Config(
+    h.Timer(repeats=3, min_time=0.2, budget=1.0, burst=0.1),
     n=19_968,
     grain_n=1_536,
     warmup_n=384,
     grain_budget=1.0,
-    timer=Timer(repeats=3, min_time=0.2, budget=1.0, burst=0.1),
 )
 
 
@@ -130,48 +108,52 @@ def rows_of(batches: list[Any]) -> int:
     return sum(len(b) for b in batches)
 
 
-def per_row(timings: Mapping[str, Timing], out: Mapping[str, list[Any]]) -> dict[str, float | None]:
+def per_row(timings: Mapping[str, h.Timing], out: Mapping[str, list[Any]]) -> h.Figures:
     """The best run of each implementation, divided by the rows it delivered."""
     return {label: timing.best / rows_of(out[label]) for label, timing in timings.items()}
 
 
-def e1(c: Config) -> list[Row]:
-    n, shard = c.n, grainfn.ShardOptions(0, 1)
-    ds = e1_pipeline(grainfn, n)
+def elastic(ds: Any, shards: int | None = SHARDS) -> Callable[[], list[Any]]:
+    """Reads an `ElasticIterator` over `ds` (in logical-shard mode unless `shards` is None)."""
+    shard = grainfn.ShardOptions(0, 1)
+    if shards is None:
+        return lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard))
+    return lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard, num_logical_shards=shards))
+
+
+def batched(ds: Any) -> Callable[[], list[Any]]:
+    return lambda: list(ds.batch(GLOBAL_BATCH, drop_remainder=True))
+
+
+def e1(c: Config) -> list[h.Row]:
+    n, ds = c.n, e1_pipeline(grainfn, c.n)
     unchecked = WithOptionsIterDataset(ds, DatasetOptions(filter_warn_threshold_ratio=None))
+
+    def theirs(size: int) -> Any:
+        return grain.MapDataset.range(size).seed(E1_SEED).shuffle()
+
+    def then(it: Any) -> Any:
+        return it.filter(keep).map(add_one).batch(GLOBAL_BATCH, drop_remainder=True)
+
     cases = {
-        ELASTIC: Case(
-            lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
-        ),
-        PLAIN: Case(lambda: list(ds.batch(GLOBAL_BATCH, drop_remainder=True))),
-        ELASTIC_UNCHECKED: Case(
-            lambda: list(ElasticIterator(unchecked, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
-        ),
-        UNCHECKED: Case(lambda: list(unchecked.batch(GLOBAL_BATCH, drop_remainder=True))),
-        **grain_cases(
-            lambda size: grain.MapDataset.range(size).seed(E1_SEED).shuffle(),
-            c.grain_n,
-            c.warmup_n,
-            lambda it: it.filter(keep).map(add_one).batch(GLOBAL_BATCH, drop_remainder=True),
-            budget=c.grain_budget,
-        ),
-        HAND: Case(lambda: hand_elastic(permutation(n, E1_SEED), filtered=True)),
+        ELASTIC: h.Case(elastic(ds)),
+        PLAIN: h.Case(batched(ds)),
+        ELASTIC_UNCHECKED: h.Case(elastic(unchecked)),
+        UNCHECKED: h.Case(batched(unchecked)),
+        **h.grain_cases(theirs, c.grain_n, c.warmup_n, then, budget=c.grain_budget),
+        h.HAND: h.Case(lambda: hand_elastic(permutation(n, E1_SEED), filtered=True)),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(
-        same_outputs(out[ELASTIC], hand_elastic(pipeline_order(n, E1_SEED), filtered=True)),
-        "E1: the elastic batches != the numpy cut of the pipeline's permutation",
-    )
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    cut = hand_elastic(pipeline_order(n, E1_SEED), filtered=True)
+    h.require(h.same_outputs(out[ELASTIC], cut), f"E1: {NOT_THE_CUT}")
     kept = np.arange(n)[np.arange(n) % 3 != 0] + 1
-    require(np.array_equal(np.sort(np.hstack(out[PLAIN])), kept), "E1: plain rows != kept rows")
-    require(same_outputs(out[UNCHECKED], out[PLAIN]), "E1: the filter check changed the rows")
-    require(
-        same_outputs(out[ELASTIC_UNCHECKED], out[ELASTIC]), "E1: the filter check changed the rows"
-    )
-    sample = list(e1_pipeline(grainfn, c.grain_n).batch(GLOBAL_BATCH, drop_remainder=True))
-    for label in (GRAIN, GRAIN_SYNC):
-        require(same_outputs(out[label], sample), f"E1: {label} != grainfn on {c.grain_n:,}")
+    h.require(np.array_equal(np.sort(np.hstack(out[PLAIN])), kept), "E1: plain rows != kept rows")
+    for a, b in ((UNCHECKED, PLAIN), (ELASTIC_UNCHECKED, ELASTIC)):
+        h.require(h.same_outputs(out[a], out[b]), "E1: the filter check changed the rows")
+    sample = batched(e1_pipeline(grainfn, c.grain_n))()
+    for label in (h.GRAIN, h.GRAIN_SYNC):
+        h.require(h.same_outputs(out[label], sample), f"E1: {label} != grainfn on {c.grain_n:,}")
     rows = {label: rows_of(batches) for label, batches in out.items()}
     detail = (
         f"range({n:,}), {len(kept):,} rows kept; per row delivered: ElasticIterator "
@@ -181,9 +163,9 @@ def e1(c: Config) -> list[Row]:
         "Grain's default); `no filter check` is both with DatasetOptions("
         "filter_warn_threshold_ratio=None)"
     )
-    title = f"filter+map, {SHARDS} shards vs batch(256)"
-    figures, sampled = per_row(t, out), (GRAIN, GRAIN_SYNC)
-    return [Row("E1", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)]
+    title, figures = f"filter+map, {SHARDS} shards vs batch(256)", per_row(t, out)
+    sampled = (h.GRAIN, h.GRAIN_SYNC)
+    return [h.Row("E1", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)]
 
 
 def grain_elastic(n: int, options: Any) -> Callable[[], list[Any]]:
@@ -193,102 +175,79 @@ def grain_elastic(n: int, options: Any) -> Callable[[], list[Any]]:
     )
 
 
-def e2a(c: Config) -> list[Row]:
-    n, shard = c.n, grainfn.ShardOptions(0, 1)
-    ds = e2_pipeline(grainfn, n)
+def e2a(c: Config) -> list[h.Row]:
+    n, ds = c.n, e2_pipeline(grainfn, c.n)
     steps = n // GLOBAL_BATCH
-    grains = {
-        label: Case(
-            grain_elastic(c.grain_n, options),
-            grain_elastic(c.warmup_n, options),
-            budget=c.grain_budget,
-        )
-        for label, options in (
-            (GRAIN, grain.ReadOptions()),
-            (GRAIN_SYNC, grain.ReadOptions(num_threads=0)),
-        )
-    }
-    cases = {
-        ELASTIC: Case(lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard))),
-        MAP_BATCH: Case(lambda: list(ds.batch(GLOBAL_BATCH, drop_remainder=True))),
-        **grains,
-        HAND: Case(lambda: hand_batches(permutation(n, E2_SEED))),
-    }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(len(out[ELASTIC]) == steps, f"E2a: {len(out[ELASTIC])} batches, expected {steps}")
-    require(same_outputs(out[ELASTIC], out[MAP_BATCH]), "E2a: ElasticIterator != map-level batch")
-    sample = list(ElasticIterator(e2_pipeline(grainfn, c.grain_n), GLOBAL_BATCH, shard))
-    for label in (GRAIN, GRAIN_SYNC):
-        require(same_outputs(out[label], sample), f"E2a: {label} != grainfn on {c.grain_n:,}")
+    cases = {ELASTIC: h.Case(elastic(ds, None)), MAP_BATCH: h.Case(batched(ds))}
+    for label, options in (
+        (h.GRAIN, grain.ReadOptions()),
+        (h.GRAIN_SYNC, grain.ReadOptions(num_threads=0)),
+    ):
+        reads = grain_elastic(c.grain_n, options), grain_elastic(c.warmup_n, options)
+        cases[label] = h.Case(*reads, budget=c.grain_budget)
+    cases[h.HAND] = h.Case(lambda: hand_batches(permutation(n, E2_SEED)))
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    h.require(len(out[ELASTIC]) == steps, f"E2a: {len(out[ELASTIC])} batches, expected {steps}")
+    h.require(
+        h.same_outputs(out[ELASTIC], out[MAP_BATCH]), "E2a: ElasticIterator != map-level batch"
+    )
+    sample = elastic(e2_pipeline(grainfn, c.grain_n), None)()
+    for label in (h.GRAIN, h.GRAIN_SYNC):
+        h.require(h.same_outputs(out[label], sample), f"E2a: {label} != grainfn on {c.grain_n:,}")
     detail = (
         f"range({n:,}), {steps} global batches = the map-level batch(256); Grain's "
         f"ElasticIterator = grainfn's on {c.grain_n:,} elements"
     )
-    title = "no filter, vs Grain's ElasticIterator"
-    figures, sampled = per_row(t, out), (GRAIN, GRAIN_SYNC)
-    return [Row("E2a", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)]
+    title, figures = "no filter, vs Grain's ElasticIterator", per_row(t, out)
+    sampled = (h.GRAIN, h.GRAIN_SYNC)
+    return [
+        h.Row("E2a", title, figures, unit="us", subject=ELASTIC, detail=detail, sampled=sampled)
+    ]
 
 
-def e2b(c: Config) -> list[Row]:
-    n, shard = c.n, grainfn.ShardOptions(0, 1)
-    ds = e2_pipeline(grainfn, n)
-    plain = ds.to_iter_dataset()
+def e2b(c: Config) -> list[h.Row]:
+    n, ds = c.n, e2_pipeline(grainfn, c.n)
     cases = {
-        ELASTIC: Case(
-            lambda: list(ElasticIterator(ds, GLOBAL_BATCH, shard, num_logical_shards=SHARDS))
-        ),
-        PLAIN: Case(lambda: list(plain.batch(GLOBAL_BATCH, drop_remainder=True))),
-        HAND: Case(lambda: hand_elastic(permutation(n, E2_SEED), filtered=False)),
+        ELASTIC: h.Case(elastic(ds)),
+        PLAIN: h.Case(batched(ds.to_iter_dataset())),
+        h.HAND: h.Case(lambda: hand_elastic(permutation(n, E2_SEED), filtered=False)),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(
-        same_outputs(out[ELASTIC], hand_elastic(pipeline_order(n, E2_SEED), filtered=False)),
-        "E2b: the elastic batches != the numpy cut of the pipeline's permutation",
-    )
-    map_batches = list(ds.batch(GLOBAL_BATCH, drop_remainder=True))
-    require(same_outputs(out[PLAIN], map_batches), "E2b: stream batch != map-level batch")
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    cut = hand_elastic(pipeline_order(n, E2_SEED), filtered=False)
+    h.require(h.same_outputs(out[ELASTIC], cut), f"E2b: {NOT_THE_CUT}")
+    map_batches = batched(ds)()
+    h.require(h.same_outputs(out[PLAIN], map_batches), "E2b: stream batch != map-level batch")
     detail = (
         f"range({n:,}), {len(map_batches)} global batches for both (no filter: no row is "
         "dropped); the elastic batches = the numpy cut of the pipeline's permutation"
     )
     title = f"no filter, {SHARDS} shards vs batch(256)"
-    return [Row("E2b", title, per_row(t, out), unit="us", subject=ELASTIC, detail=detail)]
+    return [h.Row("E2b", title, per_row(t, out), unit="us", subject=ELASTIC, detail=detail)]
 
 
-def steps(quick: bool) -> list[Step]:
-    c = QUICK if quick else DEFAULT
-    return [
-        Step(name, functools.partial(row, c))
-        for name, row in (("E1", e1), ("E2a", e2a), ("E2b", e2b))
-    ]
+def steps(c: Config) -> list[h.Step]:
+    rows = {"E1": e1, "E2a": e2a, "E2b": e2b}
+    return [h.Step(key, functools.partial(row, c)) for key, row in rows.items()]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     e1_row, grain_mode, shards = rows["E1"], rows["E2a"], rows["E2b"]
+    logical = f"{SHARDS} logical shards >= 0.9x batch(256)"
+    unchecked = e1_row.ratio(UNCHECKED, ELASTIC_UNCHECKED)
     return [
-        Target.at_least(
-            f"E1: {SHARDS} logical shards >= 0.9x batch(256) throughput", e1_row.speedup(PLAIN), 0.9
+        h.Target.at_least(f"E1: {logical} throughput", e1_row.speedup(PLAIN), 0.9),
+        h.Target.at_least(f"E1: {logical}, both with no filter check", unchecked, 0.9),
+        h.Target.at_least(
+            "E2a: >= 1x Grain's ElasticIterator (default)", grain_mode.speedup(h.GRAIN), 1.0
         ),
-        Target.at_least(
-            f"E1: {SHARDS} logical shards >= 0.9x batch(256), both with no filter check",
-            e1_row.ratio(UNCHECKED, ELASTIC_UNCHECKED),
-            0.9,
+        h.Target.at_least(
+            "E2a: >= 1x Grain's ElasticIterator (threads=0)", grain_mode.speedup(h.GRAIN_SYNC), 1.0
         ),
-        Target.at_least(
-            "E2a: >= 1x Grain's ElasticIterator (default)", grain_mode.speedup(GRAIN), 1.0
-        ),
-        Target.at_least(
-            "E2a: >= 1x Grain's ElasticIterator (threads=0)", grain_mode.speedup(GRAIN_SYNC), 1.0
-        ),
-        Target.at_least(
-            f"E2b: {SHARDS} logical shards >= 0.9x batch(256) throughput",
-            shards.speedup(PLAIN),
-            0.9,
-        ),
+        h.Target.at_least(f"E2b: {logical} throughput", shards.speedup(PLAIN), 0.9),
     ]
 
 
 if __name__ == "__main__":
-    run_suite("elastic", __doc__ or "", steps, targets)
+    run_suite("elastic", __doc__ or "", steps, targets, DEFAULT, QUICK)

@@ -1,9 +1,13 @@
-"""The benchmark harness, the measuring side: timing, rows and targets.
+"""The benchmark harness, the measuring side: a suite's shape, timing, rows and targets.
 
-A suite (`benchmarks/NAME.py`) measures `Row`s (the times of grainfn, Grain and a
-hand-written loop doing the same work) with these tools, reads through worker
-processes with `benchmarks.workers`, and judges its `Target`s from the rows;
-`benchmarks.run` runs the suites and prints the rows.
+A suite (`benchmarks/NAME.py`) imports this module as `h`. Its `Config`
+subclasses `h.Config` (its sizes' defaults a full run's), and its `DEFAULT` and
+smaller `QUICK` are instances; its `steps(c)` are `h.Step`s measuring `h.Row`s
+(the times of grainfn, Grain and a hand-written loop doing the same work) with
+these tools (through worker processes with `benchmarks.workers`), and its
+`targets(rows)` judges its `h.Target`s; it ends in `run_suite(NAME, __doc__,
+steps, targets, DEFAULT, QUICK)` of `benchmarks.run`, which runs the suites and
+prints the rows.
 
 `measure` times wall-clock `time.perf_counter`, best of R runs after an untimed
 warm-up, the runs of one benchmark's implementations interleaved in bursts so
@@ -19,14 +23,12 @@ import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 GRAINFN, GRAIN, GRAIN_SYNC, HAND = "grainfn", "Grain default", "Grain threads=0", "hand loop"
 """The implementations most rows compare: keys of `Row.per_item`, and column headers."""
 MISSING, SAMPLED = "n/a", "†"
-
-"""The most characters a line of the printed table has."""
 
 
 def fmt_seconds(seconds: float | None) -> str:
@@ -62,6 +64,11 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def difference(a: float | None, b: float | None) -> float | None:
+    """`a - b`, or None if either is missing."""
+    return None if a is None or b is None else a - b
+
+
 def require(condition: bool, message: str) -> None:
     """Stops the benchmark with `message` if an output check failed."""
     if not condition:
@@ -75,8 +82,14 @@ def same_outputs(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
+def require_same(what: str, outputs: Mapping[str, Any], labels: Sequence[str]) -> None:
+    """Stops the benchmark unless the outputs of `labels` are grainfn's (`same_outputs`)."""
+    for label in labels:
+        require(same_outputs(outputs[GRAINFN], outputs[label]), f"{what}: grainfn != {label}")
+
+
 # ---------------------------------------------------------------------------
-# Timing.
+# Timing, and the shape of a suite.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +110,26 @@ class Timer:
 
 
 @dataclasses.dataclass(frozen=True)
+class Config:
+    """A suite's sizes and timing: the base of every suite's `Config`, a frozen dataclass whose
+    sizes default to a full run's. The suite's `DEFAULT` is its full run (with its own `timer`
+    where it has one), its `QUICK` shrinks everything for a smoke run."""
+
+    timer: Timer = Timer()
+
+
+C = TypeVar("C", bound=Config)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One measurement of a suite, giving one or more rows."""
+
+    name: str
+    measure: Callable[[], list[Row]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Case:
     """One implementation to time.
 
@@ -114,6 +147,12 @@ class Case:
     repeats: int | None = None
     min_time: float | None = None
     budget: float | None = None
+
+
+Cases = dict[str, Case]
+"""Implementations of the same work to time together, by label."""
+Figures = dict[str, float | None]
+"""Seconds per item of each implementation, by label (a `Row`'s `per_item`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +223,7 @@ def wants_more(runs: list[float], repeats: int, min_time: float, most: int, budg
     return len(runs) < repeats or total < min_time
 
 
-def per_item(timings: Mapping[str, Timing], items: int) -> dict[str, float | None]:
+def per_item(timings: Mapping[str, Timing], items: int) -> Figures:
     """The best run of each implementation, divided by `items`."""
     return {label: timing.best / items for label, timing in timings.items()}
 
@@ -194,9 +233,14 @@ def results(timings: Mapping[str, Timing]) -> dict[str, Any]:
     return {label: timing.result for label, timing in timings.items()}
 
 
+def reader(iterable: Iterable[Any]) -> Callable[[], list[Any]]:
+    """A run reading `iterable` to the end: `list(iterable)`, the list its result."""
+    return functools.partial(list, iterable)
+
+
 def grain_cases(
     build: Callable[[int], Any], n: int, warmup_n: int | None, then: Any = None, **case: Any
-) -> dict[str, Case]:
+) -> Cases:
     """Grain default and threads=0 reading `then(build(n).to_iter_dataset(options))` to the end,
     warmed up on `build(warmup_n)` (the full pipeline if None); `case`: more `Case` fields."""
     import grain  # here, not at the top: workers spawned by a suite re-import the harness
@@ -209,7 +253,7 @@ def grain_cases(
         full, small = (build(size).to_iter_dataset(options) for size in (n, warmup_n or n))
         if then is not None:
             full, small = then(full), then(small)
-        cases[key] = Case(functools.partial(list, full), functools.partial(list, small), **case)
+        cases[key] = Case(reader(full), reader(small), **case)
     return cases
 
 
@@ -298,6 +342,11 @@ class Target:
     def at_most(text: str, value: float | None, limit: float, fmt: Fmt = fmt_ratio) -> Target:
         """Met if `value` is known and `value <= limit`."""
         return Target(text, fmt(value), value is not None and value <= limit)
+
+    @staticmethod
+    def below(text: str, value: float | None, limit: float, fmt: Fmt = fmt_ratio) -> Target:
+        """Met if `value` is known and `value < limit`."""
+        return Target(text, fmt(value), value is not None and value < limit)
 
     @staticmethod
     def check(text: str, ok: bool) -> Target:

@@ -7,13 +7,14 @@ compared with the 0.3 s budget, next to `import grain` for scale.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import subprocess
 import sys
 
-from benchmarks.harness import GRAINFN, Row, Target, fmt_seconds
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 
 HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "grain")
 PROBE = """
@@ -26,6 +27,14 @@ print(json.dumps([elapsed, heavy]))
 """
 
 
+@dataclasses.dataclass(frozen=True)
+class Config(h.Config):
+    samples: int = 15  # new interpreters per module
+
+
+DEFAULT, QUICK = Config(), Config(samples=5)
+
+
 def sample(module: str) -> tuple[float, list[str]]:
     """Seconds of `import module` in a new interpreter, and the heavy modules it loaded."""
     code = PROBE.format(module=module, heavy=HEAVY)
@@ -34,7 +43,7 @@ def sample(module: str) -> tuple[float, list[str]]:
     return elapsed, heavy
 
 
-def import_times(count: int) -> list[Row]:
+def import_times(count: int) -> list[h.Row]:
     samples = {module: [sample(module) for _ in range(count)] for module in ("grainfn", "grain")}
     times = {module: [t for t, _ in runs] for module, runs in samples.items()}
     loaded = {
@@ -42,28 +51,27 @@ def import_times(count: int) -> list[Row]:
         "grain": samples["grain"][0][1],
     }
     detail = "; ".join(
-        f"`import {module}`: best {fmt_seconds(min(times[module]))}, heavy modules loaded: "
+        f"`import {module}`: best {h.fmt_seconds(min(times[module]))}, heavy modules loaded: "
         f"{', '.join(loaded[module]) or 'none'}"
         for module in times
     )
     figures = {
-        GRAINFN: statistics.median(times["grainfn"]),
+        h.GRAINFN: statistics.median(times["grainfn"]),
         "Grain": statistics.median(times["grain"]),
     }
     title = f"(median of {count})"
-    return [Row("`import grainfn`", title, figures, items=count, unit="us", detail=detail)]
+    return [h.Row("`import grainfn`", title, figures, items=count, unit="us", detail=detail)]
 
 
-def steps(quick: bool) -> list[Step]:
-    count = 5 if quick else 15
-    return [Step("import", lambda: import_times(count))]
+def steps(c: Config) -> list[h.Step]:
+    return [h.Step("import", lambda: import_times(c.samples))]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     row = rows["`import grainfn`"]  # seconds per import, the median of `items` samples
     text = f"`import grainfn` <= 0.3 s (median of {row.items})"
-    return [Target.at_most(text, row.per_item[GRAINFN], 0.3, fmt_seconds)]
+    return [h.Target.at_most(text, row.per_item[h.GRAINFN], 0.3, h.fmt_seconds)]
 
 
 if __name__ == "__main__":
-    run_suite("import_time", __doc__ or "", steps, targets)
+    run_suite("import_time", __doc__ or "", steps, targets, DEFAULT, QUICK)

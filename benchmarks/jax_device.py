@@ -24,6 +24,7 @@ host reading uses (`ds._get_array`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -31,8 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.harness import GRAIN, GRAINFN, HAND, Case, Row, Target, Timer, measure, require
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 from grainfn import fn
 
 STEP_SCAN = "grainfn step scan"
@@ -42,6 +43,15 @@ PUT = "grainfn put_on_device"
 GRAIN_PUT = "Grain device_put"
 NUMPY = "numpy blocks"
 BATCH, HIDDEN, CLASSES, LEARNING_RATE = 128, 128, 10, 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(h.Config):
+    rows: int = 60_000  # J1: images of the epoch
+    positions: int = 2**20  # J2: positions resolved
+
+
+DEFAULT, QUICK = Config(), Config(rows=6_000, positions=2**16)
 
 
 def mnist_shaped(rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,17 +163,14 @@ def device_kind() -> str:
     return f"{device.device_kind} ({device.platform})"
 
 
-def epoch_rows(rows: int) -> list[Row]:
+def epoch_rows(rows: int) -> list[h.Row]:
     import grain
 
     images, labels = mnist_shaped(rows)
-    ds = fn.batch(
-        BATCH,
-        fn.shuffle(fn.source({"image": images, "label": labels}), seed=0),
-        drop_remainder=True,
-    )
+    shuffled = fn.shuffle(fn.source({"image": images, "label": labels}), seed=0)
+    ds = fn.batch(BATCH, shuffled, drop_remainder=True)
     jds = fn.to_jax(ds)
-    device = jax.devices()[0]
+    dev = jax.devices()[0]
     device_images, device_labels = jnp.asarray(images), jnp.asarray(labels)
     params, steps = init_params(), ds.length
     order = jax.block_until_ready(permutation(jax.random.key(0), rows, steps))
@@ -173,85 +180,73 @@ def epoch_rows(rows: int) -> list[Row]:
         .batch(BATCH, drop_remainder=True)
         .to_iter_dataset()
     )
+    arrays = (device_images, device_labels)
+
+    def per_epoch() -> Any:
+        return permutation_epoch(params, *arrays, jax.random.key(0), steps)
+
+    def put() -> Any:
+        return host_epoch(params, fn.iterate(fn.put_on_device(dev, fn.from_dataset(ds))))
+
     cases = {
-        GRAINFN: Case(lambda: jax.block_until_ready(block_epoch(params, jds, steps))),
-        STEP_SCAN: Case(lambda: jax.block_until_ready(step_scan_epoch(params, jds, steps))),
-        HAND: Case(
-            lambda: jax.block_until_ready(gather_epoch(params, device_images, device_labels, order))
-        ),
-        HAND_PER_EPOCH: Case(
-            lambda: jax.block_until_ready(
-                permutation_epoch(params, device_images, device_labels, jax.random.key(0), steps)
-            )
-        ),
-        HOST: Case(lambda: host_epoch(params, fn.iterate(ds))),
-        PUT: Case(
-            lambda: host_epoch(params, fn.iterate(fn.put_on_device(device, fn.from_dataset(ds))))
-        ),
-        GRAIN: Case(lambda: host_epoch(params, grain_ds)),
-        GRAIN_PUT: Case(
-            lambda: host_epoch(params, grain.experimental.device_put(grain_ds, device))
-        ),
+        h.GRAINFN: h.Case(lambda: jax.block_until_ready(block_epoch(params, jds, steps))),
+        STEP_SCAN: h.Case(lambda: jax.block_until_ready(step_scan_epoch(params, jds, steps))),
+        h.HAND: h.Case(lambda: jax.block_until_ready(gather_epoch(params, *arrays, order))),
+        HAND_PER_EPOCH: h.Case(lambda: jax.block_until_ready(per_epoch())),
+        HOST: h.Case(lambda: host_epoch(params, fn.iterate(ds))),
+        PUT: h.Case(put),
+        h.GRAIN: h.Case(lambda: host_epoch(params, grain_ds)),
+        GRAIN_PUT: h.Case(lambda: host_epoch(params, grain.experimental.device_put(grain_ds, dev))),
     }
-    timings = measure(cases, Timer(repeats=3, budget=60.0))
+    timings = h.measure(cases, h.Timer(repeats=3, budget=60.0))
     for label, timing in timings.items():
         trained = jax.tree_util.tree_leaves(timing.result[0])
-        require(all(bool(jnp.isfinite(p).all()) for p in trained), f"J1: {label} diverged")
+        h.require(all(bool(jnp.isfinite(p).all()) for p in trained), f"J1: {label} diverged")
     sums = {label: np.asarray(timings[label].result[1]) for label in timings if "hand" not in label}
     for label, got in sums.items():
-        require(got.shape == (steps,), f"J1: {label} ran {got.shape} steps, not {steps}")
-        require(
-            np.array_equal(got, sums[GRAINFN]),
-            f"J1: {label} read other batches than the block form (at step "
-            f"{int(np.argmax(got != sums[GRAINFN]))})",
-        )
+        h.require(got.shape == (steps,), f"J1: {label} ran {got.shape} steps, not {steps}")
+        at = int(np.argmax(got != sums[h.GRAINFN]))
+        message = f"J1: {label} read other batches than the block form (at step {at})"
+        h.require(np.array_equal(got, sums[h.GRAINFN]), message)
     figures = {label: timing.best for label, timing in timings.items()}
     detail = (
         f"{rows} x 784 float32 rows, batch {BATCH}, {steps} SGD steps of a 784-{HIDDEN}-10 MLP, "
         f"on {device_kind()}; {len(sums)} paths' per-step batch checksums equal"
     )
-    return [Row("J1", f"one epoch, {steps} steps", figures, detail=detail)]
+    return [h.Row("J1", f"one epoch, {steps} steps", figures, detail=detail)]
 
 
-def index_rows(count: int) -> list[Row]:
+def index_rows(count: int) -> list[h.Row]:
     ds = fn.shuffle(fn.range(60_000), seed=0)
     get_many = jax.jit(fn.to_jax(ds).get_many)
     positions, host_positions = jnp.arange(count, dtype=jnp.int32), np.arange(count)
     cases = {
-        GRAINFN: Case(lambda: get_many(positions).block_until_ready()),
-        NUMPY: Case(lambda: ds._get_array(host_positions)),
+        h.GRAINFN: h.Case(lambda: get_many(positions).block_until_ready()),
+        NUMPY: h.Case(lambda: ds._get_array(host_positions)),
     }
-    timings = measure(cases, Timer(repeats=5, budget=20.0))
-    device, host = (np.asarray(timings[k].result) for k in (GRAINFN, NUMPY))
-    require(np.array_equal(device, host), "J2: device and host indices differ")
+    timings = h.measure(cases, h.Timer(repeats=5, budget=20.0))
+    device, host = (np.asarray(timings[k].result) for k in (h.GRAINFN, NUMPY))
+    h.require(np.array_equal(device, host), "J2: device and host indices differ")
     figures = {label: timing.best / count for label, timing in timings.items()}
     title = f"shuffle indices, {count} positions"
-    return [Row("J2", title, figures, items=count, unit="rate", detail="positions per second")]
+    return [h.Row("J2", title, figures, items=count, unit="rate", detail="positions per second")]
 
 
-def steps(quick: bool) -> list[Step]:
-    rows, count = (6_000, 2**16) if quick else (60_000, 2**20)
-    return [Step("J1", lambda: epoch_rows(rows)), Step("J2", lambda: index_rows(count))]
+def steps(c: Config) -> list[h.Step]:
+    return [h.Step("J1", lambda: epoch_rows(c.rows)), h.Step("J2", lambda: index_rows(c.positions))]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     epoch, index = rows["J1"], rows["J2"]
-    accelerator = jax.devices()[0].platform != "cpu"
+    host, put = (10.0, 1.2) if jax.devices()[0].platform != "cpu" else (3.0, 1.0)
+    text = f"J1: put_on_device feeding >= {put}x plain feeding"
     return [
-        Target.at_most("J1: block form <= 1.0x the hand loop", epoch.over(HAND), 1.0),
-        Target.at_least(
-            f"J1: block form >= {10 if accelerator else 3}x host feeding",
-            epoch.speedup(HOST),
-            10.0 if accelerator else 3.0,
-        ),
-        Target.at_least(
-            f"J1: put_on_device feeding >= {1.2 if accelerator else 1.0}x plain feeding",
-            epoch.ratio(HOST, PUT),
-            1.2 if accelerator else 1.0,
-        ),
-        Target.at_least("J2: jit >= the numpy block path", index.speedup(NUMPY), 1.0),
+        h.Target.at_most("J1: block form <= 1.0x the hand loop", epoch.over(h.HAND), 1.0),
+        h.Target.at_least(f"J1: block form >= {host:g}x host feeding", epoch.speedup(HOST), host),
+        h.Target.at_least(text, epoch.ratio(HOST, PUT), put),
+        h.Target.at_least("J2: jit >= the numpy block path", index.speedup(NUMPY), 1.0),
     ]
 
 
 if __name__ == "__main__":
-    run_suite("jax_device", __doc__ or "", steps, targets)
+    run_suite("jax_device", __doc__ or "", steps, targets, DEFAULT, QUICK)

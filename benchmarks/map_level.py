@@ -21,23 +21,8 @@ import grain
 import numpy as np
 
 import grainfn
-from benchmarks.harness import (
-    GRAIN,
-    GRAIN_SYNC,
-    GRAINFN,
-    HAND,
-    Case,
-    Row,
-    Target,
-    Timer,
-    grain_cases,
-    measure,
-    per_item,
-    require,
-    results,
-    same_outputs,
-)
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 from grainfn import fn
 
 FACADE, GRAIN_RANDOM = "grainfn facade", "Grain `ds[i]`"
@@ -50,29 +35,18 @@ B5B_LENGTH, B5B_SEED = 2**40, 3
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    """Sizes and timing (`QUICK` shrinks everything for a smoke run)."""
-
-    timer: Timer
-    b1_n: int  # also B6's and B7's
-    b2_n: int
-    b4_sizes: tuple[int, int, int]
-    b5_n: int  # B5a: range(n), repeated B5_EPOCHS times, sliced 1::3 -> n * 10 / 3 positions
-    b5_sample: int  # Grain positions measured in B5a and B5b
-    warmup_n: int  # size of the small pipelines Grain is warmed up on
+class Config(h.Config):
+    b1_n: int = 200_000  # also B6's and B7's
+    b2_n: int = 50_000
+    b4_sizes: tuple[int, int, int] = (25_000, 15_000, 10_000)
+    b5_n: int = 3_000_000  # B5a: range(n), repeated B5_EPOCHS times, sliced 1::3: n * 10 / 3
+    b5_sample: int = 20_000  # Grain positions measured in B5a and B5b
+    warmup_n: int = 1_000  # size of the small pipelines Grain is warmed up on
 
 
-DEFAULT = Config(
-    timer=Timer(repeats=5, min_time=3.0, budget=15.0, burst=1.0),
-    b1_n=200_000,
-    b2_n=50_000,
-    b4_sizes=(25_000, 15_000, 10_000),
-    b5_n=3_000_000,
-    b5_sample=20_000,
-    warmup_n=1_000,
-)
+DEFAULT = Config(h.Timer(repeats=5, min_time=3.0, budget=15.0, burst=1.0))
 QUICK = Config(
-    timer=Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.1),
+    timer=h.Timer(repeats=3, min_time=0.3, budget=2.0, burst=0.1),
     b1_n=20_000,
     b2_n=2_000,
     b4_sizes=(5_000, 3_000, 2_000),
@@ -103,10 +77,6 @@ def clear_shuffle_tables() -> None:
         shuffle._table.cache_clear()
     except (ImportError, AttributeError):  # the index package changed: nothing to clear
         pass
-
-
-# ---------------------------------------------------------------------------
-# The pipelines: `lib` is Grain or grainfn's facade; the facade suite reuses them.
 
 
 def b1_pipeline(lib: Any, n: int) -> Any:
@@ -199,10 +169,6 @@ def hand_b7(n: int) -> list[np.ndarray]:
     return [np.array([twice_plus_one(x) for x in order[i : i + BATCH]]) for i in range(0, n, BATCH)]
 
 
-# ---------------------------------------------------------------------------
-# The rows.
-
-
 BATCHES = {  # B1, B6, B7: key -> title, grainfn's core, the facade's and Grain's, hand loop
     "B1": (f"shuffle+map+batch({BATCH})", core_b1, b1_pipeline, hand_b1),
     "B6": (f"shuffle+batch({BATCH})+map(b*2+1)", core_b6, b6_pipeline, hand_b6),
@@ -210,28 +176,28 @@ BATCHES = {  # B1, B6, B7: key -> title, grainfn's core, the facade's and Grain'
 }
 
 
-def batches(c: Config, key: str) -> list[Row]:
+def batches(c: Config, key: str) -> list[h.Row]:
     """B1, B6, B7: batches of a shuffled range; grainfn's = the facade's (B6, B7) = Grain's,
     the hand loop's the same values."""
     title, core, pipeline, hand = BATCHES[key]
     n, count, ds = c.b1_n, math.ceil(c.b1_n / BATCH), core(c.b1_n)
-    cases = {GRAINFN: Case(lambda: list(fn.elements(ds)))}
+    cases = {h.GRAINFN: h.Case(lambda: list(fn.elements(ds)))}
     if key != "B1":
-        cases[FACADE] = Case(functools.partial(list, pipeline(grainfn, n)))
-    cases |= grain_cases(functools.partial(pipeline, grain), n, c.warmup_n)
-    cases[HAND] = Case(functools.partial(hand, n))
-    t = measure(cases, c.timer)
+        cases[FACADE] = h.Case(h.reader(pipeline(grainfn, n)))
+    cases |= h.grain_cases(functools.partial(pipeline, grain), n, c.warmup_n)
+    cases[h.HAND] = h.Case(functools.partial(hand, n))
+    t = h.measure(cases, c.timer)
     for label, timing in t.items():
-        require(len(timing.result) == count, f"{key} {label}: {len(timing.result)} batches")
-        same = label == HAND or same_outputs(t[GRAINFN].result, timing.result)
-        require(same, f"{key}: grainfn != {label}")
-    ours, theirs = (np.sort(np.concatenate(t[k].result)) for k in (GRAINFN, HAND))
-    require(np.array_equal(ours, theirs), f"{key}: the hand loop's values != grainfn's")
+        h.require(len(timing.result) == count, f"{key} {label}: {len(timing.result)} batches")
+        same = label == h.HAND or h.same_outputs(t[h.GRAINFN].result, timing.result)
+        h.require(same, f"{key}: grainfn != {label}")
+    ours, theirs = (np.sort(np.concatenate(t[k].result)) for k in (h.GRAINFN, h.HAND))
+    h.require(np.array_equal(ours, theirs), f"{key}: the hand loop's values != grainfn's")
     detail = f"{n:,} elements, {count:,} batches each; grainfn = {', '.join(list(cases)[1:-1])}"
-    return [Row(key, title, per_item(t, count), count, detail=detail)]
+    return [h.Row(key, title, h.per_item(t, count), count, detail=detail)]
 
 
-def b2(c: Config, key: str) -> list[Row]:
+def b2(c: Config, key: str) -> list[h.Row]:
     n = c.b2_n
     ds = fn.random_map(add_random, fn.seed(0, fn.range(n)))
     seed = ds.seed  # the seed fn.seed(0) derives for this stage (Grain's rule)
@@ -241,41 +207,42 @@ def b2(c: Config, key: str) -> list[Row]:
         return [i + np.random.default_rng((seed, i)).integers(0, 100) for i in range(n)]
 
     cases = {
-        GRAINFN: Case(lambda: list(fn.elements(ds))),
-        **grain_cases(functools.partial(b2_pipeline, grain), n, c.warmup_n),
-        HAND: Case(lambda: hand_b2(seed, n)),
-        variant: Case(hand_default_rng, repeats=min(2, c.timer.repeats), min_time=0.0),
+        h.GRAINFN: h.Case(lambda: list(fn.elements(ds))),
+        **h.grain_cases(functools.partial(b2_pipeline, grain), n, c.warmup_n),
+        h.HAND: h.Case(lambda: hand_b2(seed, n)),
+        variant: h.Case(hand_default_rng, repeats=min(2, c.timer.repeats), min_time=0.0),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(all(len(result) == n for result in out.values()), "B2: wrong number of elements")
-    for label in (GRAIN, GRAIN_SYNC, HAND):
-        require(out[GRAINFN] == out[label], f"B2: grainfn != {label}")
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    h.require(all(len(result) == n for result in out.values()), "B2: wrong number of elements")
+    for label in (h.GRAIN, h.GRAIN_SYNC, h.HAND):
+        h.require(out[h.GRAINFN] == out[label], f"B2: grainfn != {label}")
     detail = f"{n:,} elements; grainfn = Grain (both) = hand loop (Philox rewound per element)"
-    return [Row(key, "random_map", per_item(t, n), n, detail=detail)]
+    return [h.Row(key, "random_map", h.per_item(t, n), n, detail=detail)]
 
 
-def b4(c: Config, key: str) -> list[Row]:
+def b4(c: Config, key: str) -> list[h.Row]:
     sizes, total = c.b4_sizes, sum(c.b4_sizes)
     proportional = all(s * 10 == total * round(w * 10) for s, w in zip(sizes, B4_WEIGHTS))
-    require(proportional, "B4 sizes must be proportional to the weights (the hand loop's period)")
+    h.require(proportional, "B4 sizes must be proportional to the weights (the hand loop's period)")
     ds = core_b4(sizes)
-    require(ds.length == total, f"B4: mix length {ds.length}, expected {total}")
+    h.require(ds.length == total, f"B4: mix length {ds.length}, expected {total}")
     cases = {
-        GRAINFN: Case(lambda: list(fn.elements(ds)), setup=clear_shuffle_tables),
-        **grain_cases(functools.partial(b4_pipeline, grain, sizes), total, c.warmup_n),
-        HAND: Case(lambda: hand_b4(sizes)),
+        h.GRAINFN: h.Case(lambda: list(fn.elements(ds)), setup=clear_shuffle_tables),
+        **h.grain_cases(functools.partial(b4_pipeline, grain, sizes), total, c.warmup_n),
+        h.HAND: h.Case(lambda: hand_b4(sizes)),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    require(all(len(result) == total for result in out.values()), "B4: wrong number of elements")
-    require(out[GRAINFN] == out[GRAIN] == out[GRAIN_SYNC], "B4: grainfn != Grain")
-    require(sorted(out[GRAINFN]) == sorted(out[HAND]), "B4: hand loop != grainfn as multisets")
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    h.require(all(len(result) == total for result in out.values()), "B4: wrong number of elements")
+    h.require(out[h.GRAINFN] == out[h.GRAIN] == out[h.GRAIN_SYNC], "B4: grainfn != Grain")
+    same = sorted(out[h.GRAINFN]) == sorted(out[h.HAND])
+    h.require(same, "B4: hand loop != grainfn as multisets")
     detail = f"{total:,} elements each, weights {list(B4_WEIGHTS)}; grainfn = Grain (both)"
-    return [Row(key, "mix of 3 shuffled ranges", per_item(t, total), total, detail=detail)]
+    return [h.Row(key, "mix of 3 shuffled ranges", h.per_item(t, total), total, detail=detail)]
 
 
-def b5a(c: Config, key: str) -> list[Row]:
+def b5a(c: Config, key: str) -> list[h.Row]:
     from grainfn._src.index.shuffle import shuffle_indices
     from grainfn._src.index.slicing import slice_indices, slice_params
 
@@ -283,7 +250,7 @@ def b5a(c: Config, key: str) -> list[Row]:
     parent_length = B5_EPOCHS * n
     start, step, length = slice_params(B5_SLICE, parent_length)
     ds = fn.shuffle(fn.slice(B5_SLICE, fn.repeat(B5_EPOCHS, fn.range(n))), seed=B5_SEED)
-    require(ds.length == length, f"B5a: length {ds.length}, expected {length}")
+    h.require(ds.length == length, f"B5a: length {ds.length}, expected {length}")
     theirs = grain.MapDataset.range(n).repeat(B5_EPOCHS).slice(B5_SLICE).shuffle(seed=B5_SEED)
     blocks = [(i, min(i + B5_BLOCK, length)) for i in range(0, length, B5_BLOCK)]
     positions = np.random.default_rng(0).integers(0, length, sample)
@@ -302,24 +269,24 @@ def b5a(c: Config, key: str) -> list[Row]:
         return ((start + np.random.permutation(length) * step) % n).size
 
     ours = {  # the rows' names: how grainfn resolves the positions
-        f"{key} block path (get_many)": Case(block_path),
-        f"{key} fn.elements (its own blocks)": Case(lambda: sum(1 for _ in fn.elements(ds))),
-        f"{key} index functions only": Case(index_functions),
+        f"{key} block path (get_many)": h.Case(block_path),
+        f"{key} fn.elements (its own blocks)": h.Case(lambda: sum(1 for _ in fn.elements(ds))),
+        f"{key} index functions only": h.Case(index_functions),
     }
     cases = {
         **ours,
-        **grain_cases(lambda size: theirs.slice(slice(0, size)), sample, c.warmup_n),
-        GRAIN_RANDOM: Case(lambda: [theirs[i] for i in positions.tolist()]),
-        HAND: Case(hand),
+        **h.grain_cases(lambda size: theirs.slice(slice(0, size)), sample, c.warmup_n),
+        GRAIN_RANDOM: h.Case(lambda: [theirs[i] for i in positions.tolist()]),
+        h.HAND: h.Case(hand),
     }
-    t = measure(cases, c.timer)
-    out = results(t)
-    for key in [*ours, HAND]:
-        require(out[key] == length, f"{key}: {out[key]} positions")
-    first = ds.get_many(np.arange(sample))
-    require(out[GRAIN] == first == out[GRAIN_SYNC], "B5a: grainfn != Grain on the first positions")
-    require(out[GRAIN_RANDOM] == ds.get_many(positions), "B5a: grainfn != Grain ds[i]")
-    grain_figures = per_item({k: t[k] for k in (GRAIN, GRAIN_SYNC, GRAIN_RANDOM)}, sample)
+    t = h.measure(cases, c.timer)
+    out = h.results(t)
+    for key in [*ours, h.HAND]:
+        h.require(out[key] == length, f"{key}: {out[key]} positions")
+    same = out[h.GRAIN] == ds.get_many(np.arange(sample)) == out[h.GRAIN_SYNC]
+    h.require(same, "B5a: grainfn != Grain on the first positions")
+    h.require(out[GRAIN_RANDOM] == ds.get_many(positions), "B5a: grainfn != Grain ds[i]")
+    grain_figures = h.per_item({k: t[k] for k in (h.GRAIN, h.GRAIN_SYNC, GRAIN_RANDOM)}, sample)
     detail = (
         f"{length:,} positions, blocks of {B5_BLOCK:,}; = Grain on {sample:,} (in order for Grain "
         "default and threads=0, at random for `ds[i]`); the hand loop is `np.random.permutation` "
@@ -327,17 +294,17 @@ def b5a(c: Config, key: str) -> list[Row]:
         "functions row: the bare index math on the same blocks, numpy out."
     )
     figures = {
-        key: {GRAINFN: t[key].best / length, **grain_figures, HAND: t[HAND].best / length}
+        key: {h.GRAINFN: t[key].best / length, **grain_figures, h.HAND: t[h.HAND].best / length}
         for key in ours
     }
-    sampled = (GRAIN, GRAIN_SYNC, GRAIN_RANDOM)
+    sampled = (h.GRAIN, h.GRAIN_SYNC, GRAIN_RANDOM)
     return [
-        Row(key, "", figures[key], length, "rate", detail="" if i else detail, sampled=sampled)
+        h.Row(key, "", figures[key], length, "rate", detail="" if i else detail, sampled=sampled)
         for i, key in enumerate(ours)
     ]
 
 
-def b5b(c: Config, key: str) -> list[Row]:
+def b5b(c: Config, key: str) -> list[h.Row]:
     from grain._src.python.experimental.index_shuffle.python import index_shuffle_module
 
     sample = c.b5_sample
@@ -352,15 +319,15 @@ def b5b(c: Config, key: str) -> list[Row]:
         return [shuffle(i, max_index=max_index, seed=B5B_SEED, rounds=4) for i in as_list]
 
     cases = {
-        "get": Case(lambda: [get(i) for i in as_list]),
-        "get_many": Case(lambda: ds.get_many(positions)),
-        GRAIN_RANDOM: Case(lambda: [theirs[i] for i in as_list]),
-        bare: Case(bare_index_shuffle),
+        "get": h.Case(lambda: [get(i) for i in as_list]),
+        "get_many": h.Case(lambda: ds.get_many(positions)),
+        GRAIN_RANDOM: h.Case(lambda: [theirs[i] for i in as_list]),
+        bare: h.Case(bare_index_shuffle),
     }
-    t = measure(cases, c.timer)
+    t = h.measure(cases, c.timer)
     for label in ("get", "get_many", bare):
-        require(t[label].result == t[GRAIN_RANDOM].result, f"B5b: {label} != Grain ds[i]")
-    figures = per_item(t, sample)
+        h.require(t[label].result == t[GRAIN_RANDOM].result, f"B5b: {label} != Grain ds[i]")
+    figures = h.per_item(t, sample)
     detail = (
         f"{sample:,} positions; = Grain. '{bare}': Grain's C++ `index_shuffle(i, max_index, "
         "seed, rounds=4)` called from Python without the dataset."
@@ -368,30 +335,29 @@ def b5b(c: Config, key: str) -> list[Row]:
     theirs_figures = {GRAIN_RANDOM: figures[GRAIN_RANDOM], bare: figures[bare]}
     names = {"get": f"{key} ds.get(i), range(2**40)", "get_many": f"{key} the same, get_many"}
     return [
-        Row(name, "", {GRAINFN: figures[label], **theirs_figures}, sample, "us", detail=detail)
+        h.Row(name, "", {h.GRAINFN: figures[label], **theirs_figures}, sample, "us", detail=detail)
         for label, name in names.items()
     ]
 
 
-def steps(quick: bool) -> list[Step]:
-    c = QUICK if quick else DEFAULT
+def steps(c: Config) -> list[h.Step]:
     rows = {"B1": batches, "B2": b2, "B4": b4, "B5a": b5a, "B5b": b5b, "B6": batches, "B7": batches}
-    return [Step(key, functools.partial(row, c, key)) for key, row in rows.items()]
+    return [h.Step(key, functools.partial(row, c, key)) for key, row in rows.items()]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
-    b1, others = rows["B1"], [(key, g) for key in ("B2", "B4") for g in (GRAIN, GRAIN_SYNC)]
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
+    b1, others = rows["B1"], [(key, g) for key in ("B2", "B4") for g in (h.GRAIN, h.GRAIN_SYNC)]
     out = [
-        Target.at_least("B1: >= 10x Grain default throughput", b1.speedup(GRAIN), 10),
-        Target.at_most("B1: within 3x of the hand loop's time", b1.over(HAND), 3),
-        *(Target.at_least(f"{key}: >= 3x {g}", rows[key].speedup(g), 3) for key, g in others),
+        h.Target.at_least("B1: >= 10x Grain default throughput", b1.speedup(h.GRAIN), 10),
+        h.Target.at_most("B1: within 3x of the hand loop's time", b1.over(h.HAND), 3),
+        *(h.Target.at_least(f"{key}: >= 3x {g}", rows[key].speedup(g), 3) for key, g in others),
     ]
     for key, limit in (("B6", 1.5), ("B7", 1.3)):
-        for who, label in (("", GRAINFN), ("facade ", FACADE)):
+        for who, label in (("", h.GRAINFN), ("facade ", FACADE)):
             text = f"{key}: {who}within {limit}x of the hand loop's time"
-            out.append(Target.at_most(text, rows[key].ratio(label, HAND), limit))
+            out.append(h.Target.at_most(text, rows[key].ratio(label, h.HAND), limit))
     return out
 
 
 if __name__ == "__main__":
-    run_suite("map_level", __doc__ or "", steps, targets)
+    run_suite("map_level", __doc__ or "", steps, targets, DEFAULT, QUICK)

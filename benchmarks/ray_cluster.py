@@ -14,14 +14,16 @@ Every path's elements are checked to be equal.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import time
 from typing import Any
 
 import numpy as np
 
-from benchmarks.harness import Case, Row, Target, Timer, measure, require
-from benchmarks.run import Step, run_suite
+from benchmarks import harness as h
+from benchmarks.run import run_suite
 from benchmarks.workers import Read, Spin, calibrate, timed_read
 from grainfn import fn
 
@@ -29,6 +31,14 @@ RAY = "grainfn ray 2 actors"
 MP = "grainfn mp_prefetch(2)"
 HERE = "grainfn here"
 RAY_FIRST, MP_FIRST = "ray first batch", "mp first batch"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(h.Config):
+    count: int = 2000  # R1: elements of the heavy map
+
+
+DEFAULT, QUICK = Config(), Config(count=400)
 
 
 def heavy_stream(work: Spin, count: int) -> Any:
@@ -43,40 +53,34 @@ def start_ray() -> Any:
     return fn.RayPool(2, num_cpus=1)
 
 
-def heavy_rows(count: int) -> list[Row]:
+def heavy_rows(count: int) -> list[h.Row]:
     work = calibrate(0.001)
     stream = heavy_stream(work, count)
     pool = start_ray()
     pool.start()
     reads: dict[str, list[Read]] = {RAY: [], MP: [], HERE: []}
-    readers = {
-        RAY: fn.ray_prefetch(pool, stream),
-        MP: fn.mp_prefetch(2, stream),
-        HERE: stream,
-    }
-    cases = {
-        label: Case(lambda label=label: timed_read(fn.iterate(readers[label]), reads[label]))
-        for label in readers
-    }
+    readers = {RAY: fn.ray_prefetch(pool, stream), MP: fn.mp_prefetch(2, stream), HERE: stream}
+
+    def read(label: str) -> list[Any]:  # the iterator is made before the timed read starts
+        return timed_read(fn.iterate(readers[label]), reads[label])
+
+    cases = {label: h.Case(functools.partial(read, label)) for label in readers}
     try:
-        timings = measure(cases, Timer(repeats=3, budget=60.0, burst=0.0))
+        timings = h.measure(cases, h.Timer(repeats=3, budget=60.0, burst=0.0))
     finally:
         pool.close()
     want = [b.tolist() for b in timings[HERE].result]
     for label, timing in timings.items():
-        require([b.tolist() for b in timing.result] == want, f"R1: {label} read other batches")
+        h.require([b.tolist() for b in timing.result] == want, f"R1: {label} read other batches")
     steady = {label: min(r.steady for r in runs) / count for label, runs in reads.items()}
-    first = {
-        RAY_FIRST: min(r.first for r in reads[RAY]),
-        MP_FIRST: min(r.first for r in reads[MP]),
-    }
+    first = {RAY_FIRST: min(r.first for r in reads[RAY]), MP_FIRST: min(r.first for r in reads[MP])}
     detail = (
         f"{count} elements of about 1 ms (Spin({work.iterations})), shuffled, batches of 16, "
         f"{os.cpu_count()} cores; per element from the first batch on; first batch: best seconds"
     )
     return [
-        Row("R1", "CPU-heavy map, steady state", steady, unit="us", subject=RAY, detail=detail),
-        Row("R1f", "time to the first batch", first, subject=RAY_FIRST),
+        h.Row("R1", "CPU-heavy map, steady state", steady, unit="us", subject=RAY, detail=detail),
+        h.Row("R1f", "time to the first batch", first, subject=RAY_FIRST),
     ]
 
 
@@ -91,7 +95,7 @@ def per_block(submit: Any, blocks: int) -> float:
     return float(np.median(times))
 
 
-def cost_rows() -> list[Row]:
+def cost_rows() -> list[h.Row]:
     from grainfn._src.parallel.processes import WorkerPool
 
     cheap = fn.range(10**6)
@@ -114,27 +118,23 @@ def cost_rows() -> list[Row]:
         workers.close()
     note = "median of 50 blocks of one element, each sent when the last came back; pools warm"
     return [
-        Row("R2a", "a block's round trip", call, unit="s", subject=RAY, detail=note),
-        Row("R2b", "a block of 1 MiB, round trip", moved, unit="s", subject=RAY, detail=note),
+        h.Row("R2a", "a block's round trip", call, unit="s", subject=RAY, detail=note),
+        h.Row("R2b", "a block of 1 MiB, round trip", moved, unit="s", subject=RAY, detail=note),
     ]
 
 
-def steps(quick: bool) -> list[Step]:
-    count = 400 if quick else 2000
-    return [Step("R1", lambda: heavy_rows(count)), Step("R2", cost_rows)]
+def steps(c: Config) -> list[h.Step]:
+    return [h.Step("R1", lambda: heavy_rows(c.count)), h.Step("R2", cost_rows)]
 
 
-def targets(rows: dict[str, Row]) -> list[Target]:
+def targets(rows: dict[str, h.Row]) -> list[h.Target]:
     heavy, first = rows["R1"], rows["R1f"]
+    text = "R1: Ray's first batch (warm pool) <= mp_prefetch's"
     return [
-        Target.at_most("R1: Ray 2 actors within 1.2x of mp_prefetch(2)", heavy.over(MP), 1.2),
-        Target.at_most(
-            "R1: Ray's first batch (warm pool) <= mp_prefetch's",
-            first.ratio(RAY_FIRST, MP_FIRST),
-            1.0,
-        ),
+        h.Target.at_most("R1: Ray 2 actors within 1.2x of mp_prefetch(2)", heavy.over(MP), 1.2),
+        h.Target.at_most(text, first.ratio(RAY_FIRST, MP_FIRST), 1.0),
     ]
 
 
 if __name__ == "__main__":
-    run_suite("ray_cluster", __doc__ or "", steps, targets)
+    run_suite("ray_cluster", __doc__ or "", steps, targets, DEFAULT, QUICK)

@@ -3,9 +3,9 @@
 A suite (`benchmarks/NAME.py`) is a list of `Step`s, each measuring `Row`s with
 `benchmarks.harness`, and a function judging its `Target`s from the rows.
 `run_suite` runs one suite in this process (`python -m benchmarks.NAME [--quick]
-[--markdown PATH] [--json PATH]`); `main` runs several, each in its own process
-(`python -m grainfn bench`), with a progress bar per suite, then prints one table
-and the targets summary.
+[--markdown PATH] [--json PATH]`) with its `DEFAULT` or `QUICK` config; `main`
+runs several, each in its own process (`python -m grainfn bench`), with a
+progress bar per suite, then prints one table and the targets summary.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import HAND, SAMPLED, Row, Target, fmt_ratio, require, status
+from benchmarks.harness import HAND, SAMPLED, C, Row, Step, Target, fmt_ratio, require, status
 
 SUITES = (
     *("import_time", "map_level", "streams", "facade", "array_record"),
@@ -39,14 +39,6 @@ WIDTH = 100
 
 # ---------------------------------------------------------------------------
 # One suite, in this process.
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One measurement of a suite, giving one or more rows."""
-
-    name: str
-    measure: Callable[[], list[Row]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +83,10 @@ def cpu_seconds() -> tuple[float, float] | None:
 def run_suite(
     name: str,
     doc: str,
-    steps: Callable[[bool], list[Step]],
+    steps: Callable[[C], list[Step]],
     targets: Callable[[dict[str, Row]], list[Target]],
+    default: C,
+    quick: C,
     argv: list[str] | None = None,
 ) -> None:
     """`python -m benchmarks.NAME`: measures the steps, prints the table, writes the files.
@@ -100,8 +94,10 @@ def run_suite(
     Args:
         name: The suite, e.g. "map_level".
         doc: The suite's docstring; its first line is the `--help` description.
-        steps: The steps to measure, given whether the run is quick.
+        steps: The steps to measure, given the config.
         targets: The targets, given the rows by key.
+        default: The suite's config of a full run (`DEFAULT`).
+        quick: Its config of a smoke run, with `--quick` (`QUICK`).
         argv: The arguments, without the program name.
     """
     options = parser(f"python -m benchmarks.{name}", doc.split("\n")[0])
@@ -109,7 +105,7 @@ def run_suite(
     options.add_argument("--events", help=argparse.SUPPRESS)  # progress file for `main`
     args = options.parse_args(argv)
     bar, started, cpu = ProgressBar("[1/1]", name), time.perf_counter(), cpu_seconds()
-    todo = steps(args.quick)
+    todo = steps(quick if args.quick else default)
 
     def progress(done: int, step: str) -> None:
         if args.events:

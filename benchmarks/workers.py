@@ -1,8 +1,9 @@
-"""Tools of the suites that read through worker processes (`parallel`, `dataloader`).
+"""Tools of the suites that read through worker processes (`parallel`, `dataloader`, `scaling`).
 
-The work (`Spin`, a CPU-bound map calibrated to a time per call), the two
-libraries giving the Grain API, reads timed from `iter(ds)` to the first element
-and to the last, rows of 0 against 2 workers, and states taken and restored.
+The work (`Spin`, a CPU-bound map calibrated to a time per call) and the same
+calls shared by plain processes (the machine's ceiling), the two libraries
+giving the Grain API, reads timed from `iter(ds)` to the first element and to
+the last, rows of 0 against 2 workers, and states taken and restored.
 Grain is imported only where used: spawned workers re-import the suites and
 this module.
 """
@@ -13,6 +14,8 @@ import contextlib
 import dataclasses
 import functools
 import itertools
+import multiprocessing
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,10 +28,6 @@ from benchmarks.harness import GRAINFN, Case, Row, Timer, fmt_ratio, measure, ra
 
 LIBRARIES = ("grainfn", "Grain")
 PINNED = "grainfn, workers pinned"
-
-
-# ---------------------------------------------------------------------------
-# The work and the libraries.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +63,37 @@ def calibrate(target: float) -> Spin:
     return Spin(iterations)
 
 
+def spin_range(work: Spin, first: int, stop: int, ready: Any, go: Any, done: Any) -> None:
+    """Runs `work` over `[first, stop)` in a plain process once `go` is set; puts the seconds."""
+    ready.put(os.getpid())
+    go.wait()
+    started = time.perf_counter()
+    for x in range(first, stop):
+        work(x)
+    done.put(time.perf_counter() - started)
+
+
+def plain_processes(work: Spin, n: int, processes: int) -> float:
+    """Seconds for `processes` started, waiting processes to share `n` calls of `work`: the
+    most this many processes can do here, without any library and without start-up."""
+    context = multiprocessing.get_context("spawn")
+    ready, done, go = context.Queue(), context.Queue(), context.Event()
+    bounds = [n * i // processes for i in range(processes + 1)]
+    children = [
+        context.Process(target=spin_range, args=(work, a, b, ready, go, done), daemon=True)
+        for a, b in itertools.pairwise(bounds)
+    ]
+    for child in children:
+        child.start()
+    for _ in children:
+        ready.get()
+    go.set()
+    seconds = max(done.get() for _ in children)
+    for child in children:
+        child.join()
+    return seconds
+
+
 def libraries() -> dict[str, Any]:
     """The modules giving the Grain API, by name: grainfn's facade and Google Grain."""
     return {name: library(name) for name in LIBRARIES}
@@ -79,10 +109,6 @@ def library(name: str) -> Any:
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
     return grain
-
-
-# ---------------------------------------------------------------------------
-# Reads through worker processes: when the first element came, and the last.
 
 
 def close(iterator: Any) -> None:
@@ -147,7 +173,8 @@ def time_workers(
     """Times `read(build(lib, n, workers))` for each of the `libraries` (by name) and worker count,
     warmed up on `warmup_n` elements, the runs alternating one by one, each starting its own
     workers as a new `iter(ds)` does; returns every run's `Read` and each case's last output."""
-    cases, reads = {}, {}
+    cases: dict[tuple[str, int], Case] = {}
+    reads: dict[tuple[str, int], list[Read]] = {}
     for (name, lib), workers in itertools.product(libraries.items(), worker_counts):
         runs = reads.setdefault((name, workers), [])
         small = functools.partial(read, build(lib, warmup_n, workers), [])
@@ -236,10 +263,6 @@ def earn_their_place(
     key = f"{prefix} 2 workers, steady state"
     rows[key] = dataclasses.replace(rows[key], detail=detail, checks=checks)
     return list(rows.values())
-
-
-# ---------------------------------------------------------------------------
-# States taken while workers read on, and restored.
 
 
 def take_state(ds: Any, k: int) -> tuple[list[Any], Any]:

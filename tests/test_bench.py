@@ -146,10 +146,29 @@ def test_every_benchmark_module_is_a_suite_or_the_harness(runner) -> None:
     assert modules == set(runner.SUITES)
     for name in modules:
         text = (ROOT / "benchmarks" / f"{name}.py").read_text()
-        assert f'run_suite("{name}", __doc__' in text and "grainfn._src.facade" not in text
-    for name in modules | helpers:  # a module past 400 lines is probably two concepts
-        lines = (ROOT / "benchmarks" / f"{name}.py").read_text().splitlines()
-        assert len(lines) <= 400, f"benchmarks/{name}.py has {len(lines)} lines"
+        ending = f'run_suite("{name}", __doc__ or "", steps, targets, DEFAULT, QUICK)'
+        assert ending in text and "grainfn._src.facade" not in text
+
+
+def test_every_suite_takes_its_config_shape_from_the_harness(runner) -> None:
+    code = (
+        "import importlib, json, sys\n"
+        "from benchmarks import harness\n"
+        "shapes = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    suite = importlib.import_module(f'benchmarks.{name}')\n"
+        "    shapes[name] = [\n"
+        "        issubclass(suite.Config, harness.Config),\n"
+        "        type(suite.DEFAULT) is type(suite.QUICK) is suite.Config,\n"
+        "        suite.QUICK != suite.DEFAULT,\n"
+        "    ]\n"
+        "print(json.dumps(shapes))\n"
+    )
+    command = [sys.executable, "-c", code, *runner.SUITES]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shapes = json.loads(result.stdout.splitlines()[-1])
+    assert shapes == {name: [True, True, True] for name in runner.SUITES}
 
 
 def test_measure_warms_up_interleaves_and_keeps_the_last_result(harness) -> None:
@@ -210,7 +229,7 @@ def test_suite_summary_json_round_trips_and_the_texts_show_it(
             checks={"same": False},
         ),
     ]
-    steps = lambda quick: [runner.Step("fake step", lambda: rows)]  # noqa: E731
+    steps = lambda c: [harness.Step("fake step", lambda: rows)]  # noqa: E731
     judge = lambda by_key: [  # noqa: E731
         harness.Target.at_least("B9: >= 3x Grain default", by_key["B9"].grain_speedup(), 3),
         harness.Target.check("C9: same outputs", all(by_key["C9"].checks.values())),
@@ -225,7 +244,8 @@ def test_suite_summary_json_round_trips_and_the_texts_show_it(
         "--markdown",
         str(tmp_path / "f.md"),
     ]
-    runner.run_suite("fake", "A fake suite.", steps, judge, argv)
+    config = harness.Config()
+    runner.run_suite("fake", "A fake suite.", steps, judge, config, config, argv)
     printed = capsys.readouterr()
     assert events.read_text() == "0 1 fake step\n1 1 done\n" and printed.err == ""  # no bar here
     report = runner.SuiteReport.from_json(json.loads(summary.read_text()))
