@@ -52,12 +52,12 @@ def check_seed(seed: Any, what: str = "seed", limit: int | None = SEED_LIMIT) ->
     """
     bound = "2**32" if limit == SEED_LIMIT else str(limit)
     allowed = "an integer >= 0" if limit is None else f"an integer in [0, {bound})"
-    if isinstance(seed, bool) or not is_integer(seed):
+    number = integer_or_none(seed)
+    if number is None:
         raise TypeError(f"{what} must be {allowed}, got {seed!r}.")
-    seed = operator.index(seed)
-    if seed < 0 or (limit is not None and seed >= limit):
-        raise ValueError(f"{what} must be {allowed}, got {seed}.")
-    return seed
+    if number < 0 or (limit is not None and number >= limit):
+        raise ValueError(f"{what} must be {allowed}, got {number}.")
+    return number
 
 
 def check_integer(value: Any, what: str) -> int:
@@ -69,12 +69,10 @@ def check_integer(value: Any, what: str) -> int:
         ...
         TypeError: stop must be an integer, got 3.0 of type float.
     """
-    try:
-        if not isinstance(value, bool):
-            return operator.index(value)
-    except TypeError:
-        pass
-    raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
+    number = integer_or_none(value)
+    if number is None:
+        raise TypeError(f"{what} must be an integer, got {value!r} of type {type(value).__name__}.")
+    return number
 
 
 def check_nonnegative_int(value: Any, what: str) -> int:
@@ -86,12 +84,12 @@ def check_nonnegative_int(value: Any, what: str) -> int:
         ...
         ValueError: threads must be an integer >= 0, got -2.
     """
-    if isinstance(value, bool) or not is_integer(value):
+    number = integer_or_none(value)
+    if number is None:
         raise TypeError(f"{what} must be an integer >= 0, got {value!r}.")
-    value = operator.index(value)
-    if value < 0:
-        raise ValueError(f"{what} must be an integer >= 0, got {value}.")
-    return value
+    if number < 0:
+        raise ValueError(f"{what} must be an integer >= 0, got {number}.")
+    return number
 
 
 def check_positive_int(value: Any, what: str, maximum: int | None = None) -> int:
@@ -103,15 +101,15 @@ def check_positive_int(value: Any, what: str, maximum: int | None = None) -> int
         ...
         ValueError: batch_size must be a positive integer up to 2**63 - 1, got 9223372036854775808.
     """
-    if isinstance(value, bool) or not is_integer(value):
+    number = integer_or_none(value)
+    if number is None:
         raise TypeError(f"{what} must be a positive integer, got {value!r}.")
-    value = operator.index(value)
-    if value <= 0:
-        raise ValueError(f"{what} must be a positive integer, got {value}.")
-    if maximum is not None and value > maximum:
+    if number <= 0:
+        raise ValueError(f"{what} must be a positive integer, got {number}.")
+    if maximum is not None and number > maximum:
         limit = _LIMIT_NAMES.get(maximum, str(maximum))
-        raise ValueError(f"{what} must be a positive integer up to {limit}, got {value}.")
-    return value
+        raise ValueError(f"{what} must be a positive integer up to {limit}, got {number}.")
+    return number
 
 
 def check_length(obj: Any, what: str) -> int:
@@ -226,6 +224,26 @@ def check_weights(weights: Sequence[Any], count: int) -> tuple[float, ...]:
             "weights within a factor of 1e300 of each other, or drop the smallest component."
         )
     return tuple(result)
+
+
+def integer_or_none(value: Any) -> int | None:
+    """`value` as an int when it is an integer of any library, else None.
+
+    An integer is anything with `__index__`: a Python int, a numpy integer,
+    a 0-d integer array. A bool is not, here: `True` for a count or a
+    position is a mistake to name, not the number 1.
+
+    Examples:
+        >>> import numpy as np
+        >>> integer_or_none(np.int64(3)), integer_or_none(True), integer_or_none(3.0)
+        (3, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def is_integer(value: Any) -> bool:

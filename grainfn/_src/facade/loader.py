@@ -373,8 +373,8 @@ def source_repr(source: Any) -> str:
 
 def _check_sampler_fits(sampler: Any, source: Any) -> None:
     """Refuses a sampler whose record keys go past the end of the source."""
-    records = getattr(sampler, "num_records", None)
-    if not isinstance(records, int):
+    records = validate.integer_or_none(getattr(sampler, "num_records", None))
+    if records is None:
         return  # a sampler of its own: its keys show when read
     size = len(source)
     if records > size:

@@ -90,7 +90,7 @@ def positive_leaves(structure: Any, path: Path, allowed: str) -> list[tuple[Path
     out = []
     for leaf, length in paths:
         name = f"length_struct{where(leaf)}"
-        if isinstance(length, bool) or not validate.is_integer(length):
+        if validate.integer_or_none(length) is None:
             raise TypeError(
                 f"{name} must be a positive int, got {records.describe_value(length)}; {allowed}"
             )
