@@ -1,23 +1,13 @@
 """ArrayRecord benchmarks: shuffled batched reads through grainfn, Grain and array_record's reader.
 
-Setup (untimed): `grainfn.sources.write_array_records` writes 20,000 records of
-1 KiB (random bytes, each ending in its index) into 4 shard files in a temporary
-directory, which therefore sit in the page cache: the figures are for a warm
-local file system, where reading is CPU-bound. The shuffled order is
-`MapDataset.range(n).seed(0).shuffle()`; the index blocks are its blocks of 64.
-
-- Pipeline: one epoch of `MapDataset.source(ArrayRecordDataSource(paths)).seed(0)
-  .shuffle().batch(64)` with `list(ds)`, for grainfn (default, and
-  `parallel_reads=False`) and Grain. The hand loops read the same index blocks
-  from array_record's readers and stack each with `np.asarray`, as `batch` does:
-  one batched `read(positions)` per file of a block ("hand loop"), or `seek` +
-  `read()` per record ("hand loop, seek + read").
-- Source `__getitems__`: the index blocks read by each library's source alone,
-  against the same hand loops without stacking.
-- Single records: `source[i]` over 2,000 shuffled indices; hand loops with a
-  one-index `read([i])` and with `seek(i)` + `read()`.
-
-grainfn's batches are compared with Grain's; the records of all with each other.
+Untimed setup: 20,000 records of 1 KiB (ending in their index) in 4 shard files of
+a temporary directory (in the page cache: reading is CPU-bound), read in the order
+of `MapDataset.range(n).seed(0).shuffle()`, in blocks of 64. Pipeline:
+`MapDataset.source(...).seed(0).shuffle().batch(64)`, grainfn (also with
+`parallel_reads=False`) and Grain; Source `__getitems__`: the blocks through each
+source alone; Single records: `source[i]` over 2,000 shuffled indices. The hand
+loops use array_record's readers: a batched `read(positions)` per file ("hand
+loop") or `seek` + `read()` per record. See docs/performance.md, "ArrayRecord".
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Checkpoint benchmarks: how long saving an iterator holds the training loop, grainfn and Grain.
 
-Two pipelines are built with grainfn and with Grain (P1: a shuffled, mapped,
-filtered, batched range; P2: a stream mix of three such components, whose state
-is larger); their iterators read a few batches, then the calls that block the
-caller are timed in one process:
-
-- `get_state()`;
-- `it.save(dir)`: Orbax v1's checkpointable save, until it returns the coroutine
-  that writes in the background (the coroutine is then discarded);
-- `handler.async_save(dir, args=...)`: the synchronous part of the Orbax handler,
-  until it returns its commit futures (grainfn's handler, and Orbax's
-  `JsonCheckpointHandler` on the grainfn state dict for reference; Grain's
-  handler has no asynchronous save);
-- `CheckpointManager.save(step, args=CheckpointSave(it))` with asynchronous
-  checkpointing, until it returns, with each library's `CheckpointSave`, and the
-  same for `ocp.args.JsonSave(d)`, `d` the grainfn state dict ("plain"): what
-  Orbax costs without any iterator.
-
-Every manager is waited for (untimed) before each timed save; manager saves of
-the three kinds alternate one by one. Figures are medians per call. Afterwards
-the last steps are restored: grainfn's and Grain's resume to the same batches.
+P1 (a shuffled, mapped, filtered, batched range) and P2 (a stream mix of three
+such) are read a few batches, then the blocking calls are timed: `get_state()`;
+`it.save(dir)` (Orbax v1) until it returns its background write; the synchronous
+part of `handler.async_save` (grainfn's handler, and Orbax's
+`JsonCheckpointHandler` on the same state dict: "plain"); `CheckpointManager.save`
+with asynchronous checkpointing, with each library's `CheckpointSave` and plain
+`JsonSave`. Managers are waited for untimed before each save; figures are medians
+per call. The last steps are restored: grainfn's and Grain's resume to the same
+batches. See docs/performance.md, "Checkpoints".
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """DataLoader benchmarks: grainfn's `DataLoader` against Grain's, with 0 and 2 workers.
 
-Both libraries build the same loader: `DataLoader(data_source, sampler=IndexSampler(N,
-NoSharding(), shuffle=True, num_epochs=1, seed=42), operations=[...], worker_count=W)`,
-the operations subclassing each library's `transforms` classes with the same code.
-
-- D1, worker_count=0: `list(range(100_000))`, `Map(x * 2 + 1)`, `RandomMap(x +
-  rng.integers(1000))`, `Filter(x % 3 != 0)`, `Batch(32)`; grainfn, Grain (default
-  ReadOptions, and `num_threads=0`) and a hand loop: the sampler's order
-  (`record_keys`, timed), the same work per record, record `g` drawing from
-  Grain's `Philox(key=42 + g)` (one bit generator, rewound), `np.array` per batch.
-- D2: `list(range(1000))`, `Map(spin)` (about 1 ms per record), `Batch(8)`, 0 and 2
-  workers: end to end (from `iter(loader)`) and steady state (from the first batch).
-- D3: 20,000 uint8 (32, 32, 3) arrays made in `__getitem__` (the first three bytes
-  the record key), `[Batch(64)]`, 0 and 2 workers; the reads keep the record keys.
-- State: D1's loader; a state taken after half the batches with 2 workers, restored
-  with 0, must give the remaining batches (and the reverse).
-
-Grain with 2 workers batches each worker's records apart: compared as a multiset.
+Both libraries build the same loader (an `IndexSampler` of one shuffled epoch,
+seed 42; operations subclassing each library's `transforms` with the same code).
+D1: `Map`, `RandomMap`, `Filter`, `Batch(32)` over 100,000 ints, 0 workers, against
+Grain (default ReadOptions and `num_threads=0`) and a hand loop drawing from
+Grain's per-record Philox streams. D2: a ~1 ms map, 0 and 2 workers, end to end
+and steady state. D3: 20,000 uint8 (32, 32, 3) records, 0 and 2 workers. State: a
+state taken with 2 workers restored with 0, and the reverse. Grain with 2 workers
+batches each worker's records apart: compared as a multiset. See
+docs/performance.md, "DataLoader".
 """
 
 from __future__ import annotations

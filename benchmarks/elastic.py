@@ -1,25 +1,15 @@
 """Elastic benchmarks: `grainfn.experimental.ElasticIterator` against the same pipeline batched.
 
-One host runs every logical shard, global batches of 256 rows; the figures are
-times per row delivered (an elastic epoch ends before the first global batch a
-logical shard cannot fill, so it can deliver a few rows less than plain batching).
-
-- E1: `MapDataset.range(n).seed(5).shuffle().to_iter_dataset().filter(x % 3 != 0)
-  .map(x + 1)`: (a) `ElasticIterator(ds, 256, ShardOptions(0, 1),
-  num_logical_shards=16)` against (b) `ds.batch(256, drop_remainder=True)`
-  without elasticity, and both again with no filter check (`WithOptionsIterDataset`,
-  `filter_warn_threshold_ratio=None`); beside them Grain's plain `.batch(256)` of the same
-  pipeline (Grain has no elastic IterDataset; measured on a sample) and a hand
-  loop: a numpy permutation cut into 16 columns, a boolean mask, `+ 1`, reshaped
-  into the global batches. (a) is checked row for row against that numpy cut of
-  the pipeline's own permutation, (b) to hold every kept row once.
-- E2a: Grain's supported case, `MapDataset.range(n).seed(6).shuffle().map(x + 1)`
-  (no filter): grainfn's `ElasticIterator(ds, 256, ShardOptions(0, 1))` (Grain's
-  mode) against Grain's `grain.experimental.ElasticIterator` with its default
-  ReadOptions and with `num_threads=0` (on a sample), the map-level
-  `ds.batch(256, drop_remainder=True)` and the hand loop.
-- E2b: the same MapDataset in logical-shard mode (`num_logical_shards=16`)
-  against `ds.to_iter_dataset().batch(256, drop_remainder=True)`.
+One host runs every logical shard, global batches of 256 rows; figures are per row
+delivered (an elastic epoch can deliver a few rows less than plain batching).
+E1: a shuffled, filtered, mapped IterDataset through `ElasticIterator(...,
+num_logical_shards=16)` against `batch(256, drop_remainder=True)`, both also with no
+filter check, beside Grain's plain batch (on a sample) and a numpy hand loop; the
+elastic batches are checked row for row against the numpy cut of the pipeline's
+permutation. E2a: a map-only MapDataset in Grain's mode against Grain's
+ElasticIterator (default and `num_threads=0`, on a sample), the map-level batch and
+the hand loop; E2b: the same in logical-shard mode against the stream batch.
+See docs/performance.md, "Elastic iteration".
 """
 
 from __future__ import annotations

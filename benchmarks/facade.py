@@ -1,23 +1,13 @@
 """Facade benchmarks: the Grain-style API (`import grainfn as grain`) against the core and Grain.
 
-B1 to B4 of `benchmarks.map_level` and `benchmarks.streams`, written through the
-facade with the same functions, seeds and sizes, timed in one process: the facade
-(`list(ds)`: `to_iter_dataset()` with the default ReadOptions), the core as the
-core suites read it (`fn.elements`; `fn.iterate` for B3), Grain with its default
-ReadOptions and with `num_threads=0` (warmed up on a small pipeline, within a
-time budget of its own) and the hand-written loop. The facade's outputs are
-compared with the core's and Grain's.
-
-- B1: `MapDataset.range(200_000).seed(0).shuffle().map(x + 1).batch(32)`.
-- B2: `MapDataset.range(50_000).seed(0).random_map(x + rng.integers(0, 100))`.
-- B3: `MapDataset.range(200_000).seed(2).shuffle().filter(x % 3 == 0)
-  .to_iter_dataset().batch(32)`.
-- B4: weighted `MapDataset.mix` of three seeded, shuffled ranges, 50,000 elements.
-- ReadOptions (a): `range(100_000).map(x + 1).batch(32).to_iter_dataset(options)`,
-  default ReadOptions against `num_threads=0`, grainfn and Grain.
-- ReadOptions (b): a source whose `__getitem__` sleeps 1 ms, read with 16 threads
-  and with none, grainfn and Grain; threads must change neither the elements nor
-  the states.
+B1 to B4 of the map_level and streams suites, written through the facade with the
+same functions, seeds and sizes: the facade (`list(ds)`), the core as those suites
+read it, Grain (default ReadOptions and `num_threads=0`, warmed up on a small
+pipeline, within a time budget of its own) and the hand loop; the facade's outputs
+are compared with the core's and Grain's. ReadOptions (a): `range(100_000).map(x + 1)
+.batch(32)`, default ReadOptions against `num_threads=0`; (b): a source sleeping 1 ms
+per record, 16 threads against none, the elements and states unchanged by threads.
+See docs/performance.md, "The Grain API (facade)".
 """
 
 from __future__ import annotations

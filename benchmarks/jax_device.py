@@ -1,25 +1,14 @@
 """On-device pipelines: one epoch of MNIST-shaped SGD with `fn.to_jax`, against host feeding.
 
-J1 trains a small MLP for one epoch of 60,000 x 784 float32 images with int32
-labels, shuffled, in batches of 128 (468 steps), eight ways:
-- grainfn's block form: the whole epoch in one `to_jax(ds).scan`, which
-  resolves the indices of many steps at once (the subject);
-- grainfn's `lax.scan` over `to_jax(ds).step`, one step's indices at a time;
-- hand-written loops: one `lax.scan` gathering the batches of a permutation,
-  drawn by `jax.random.permutation` once outside the timed epoch (the "hand"
-  figure) or inside it, once per epoch;
-- grainfn's host pipeline (`fn.iterate`) feeding the same jitted step, and
-  the same through `fn.put_on_device` (the stage behind
-  `grain.experimental.device_put`);
-- Grain 0.2.18's pipeline feeding it, plainly and through its `device_put`.
-Every path but the hand loops reads the same batches: each step returns a
-checksum of its batch (integer sums of the image bits and labels, exact in
-any order), and the checksums of all 468 steps must be equal. The device
-kind is printed in the row's detail.
-
-J2 resolves the indices of a shuffle of 60,000 positions for 2**20 positions
-(17 epochs): `jax.jit(to_jax(ds).get_many)` against the numpy block path that
-host reading uses (`ds._get_array`).
+J1 trains a small MLP for one epoch of 60,000 x 784 float32 images in shuffled
+batches of 128 (468 steps), eight ways: grainfn's block form (the epoch in one
+`to_jax(ds).scan`: the subject) and a `lax.scan` over `to_jax(ds).step`; hand
+loops gathering the batches of a `jax.random.permutation` drawn outside the timed
+epoch ("hand") or inside it; grainfn's host pipeline feeding the jitted step,
+plainly and through `fn.put_on_device`; Grain's, plainly and through its
+`device_put`. Every path but the hand loops must give the same per-step batch
+checksums. J2: `jax.jit(to_jax(ds).get_many)` for 2**20 positions of a shuffle
+of 60,000, against the numpy block path. See docs/performance.md, "On device".
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Packing benchmarks: first-fit and best-fit packing in grainfn, Grain and a hand loop.
 
-Setup (untimed): 100,000 token sequences (10,000 with --quick), each a dict of
-"inputs" and "targets", int32 arrays whose lengths are drawn uniformly from
-1..512 with `np.random.default_rng(42)`, kept in a Python list.
-
-- First-fit: `experimental.FirstFitPackIterDataset(MapDataset.source(data)
-  .to_iter_dataset(), length_struct={"inputs": 1024, "targets": 1024},
-  num_packing_bins=64, seed=0)` read to the end, for grainfn and for Grain
-  (default read options, and `num_threads=0`). The hand loop is a plain
-  Python/numpy first-fit over the same list: a scan of the bins per sequence,
-  slice writes into preallocated block arrays, the rows in Grain's shuffled order.
-- Best-fit: the same with `BestFitPackIterDataset` (no hand loop).
-
-All packed elements of grainfn, Grain and the hand loop are checked equal before
-timing; the timed runs only count them. Grain is slow: it is warmed up on 2,000
-sequences and usually runs once.
+Untimed setup: 100,000 sequences (10,000 with --quick) of "inputs" and "targets",
+int32 arrays of 1 to 512 tokens. First-fit: `experimental.FirstFitPackIterDataset`
+over `MapDataset.source(data).to_iter_dataset()`, 64 bins of 1,024 per feature,
+read to the end by grainfn and Grain (default read options and `num_threads=0`),
+and a plain Python/numpy first-fit; Best-fit: `BestFitPackIterDataset` (no hand
+loop). All packed elements are checked equal before timing; the timed runs only
+count them. See docs/performance.md, "Packing".
 """
 
 from __future__ import annotations

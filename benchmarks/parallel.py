@@ -1,23 +1,14 @@
 """Worker-process benchmarks: grainfn's `mp_prefetch` against Grain's, the same code for both.
 
-- P1: `MapDataset.range(n).map(spin).to_iter_dataset(ReadOptions(num_threads=0))`,
-  `spin` a pure-Python loop of about 2 ms, without `mp_prefetch` and with 1 and 2
-  workers: from `iter(ds)` to the last element ("end to end", start-up included)
-  and from the first element on ("steady state"); beside it, the same calls in 1
-  and 2 plain processes, already started: the machine's ceiling.
-- P2: time to the first element with 2 workers, warm and in a new interpreter.
-- P3: uint8 arrays of shape (64, 64, 64, 3) made by `np.full` in 2 workers
-  (`per_worker_buffer_size=2`): time per array received; every byte is checked.
-- P4: a `get_state()` taken with 2 workers, restored with 0, 1 and no `mp_prefetch`.
-- P5: 64x64x3 uint8 images, each flipped (a strided copy, too cheap to pay for
-  its transfer), without `mp_prefetch` and with 2 workers, which must earn their
-  place: the work moves to the consumer, so 2 workers are no slower than none.
-  Beside it, grainfn with its workers pinned (`adaptive=False`): what that saves.
-- P6: the same for a CPU-bound map of about 0.3 ms per element: the workers
-  earn their place, and keep it.
-
-Grain is imported only where used: spawned workers re-import this module. Every
-case is warmed up on a small pipeline; the cases' runs alternate one by one.
+P1: a ~2 ms pure-Python map with 0, 1 and 2 workers, end to end (start-up
+included) and steady state, beside the machine's ceiling (plain processes already
+started). P2: time to the first element with 2 workers, warm and in a new
+interpreter. P3: (64, 64, 64, 3) uint8 arrays made in 2 workers, every byte
+checked. P4: a state taken with 2 workers, restored with 0, 1 and no
+`mp_prefetch`. P5, P6: a cheap flip of small images and a ~0.3 ms map, 0 and 2
+workers, also with grainfn's workers pinned (`adaptive=False`): the workers must
+earn their place. Grain is imported only where used: spawned workers re-import
+this module. See docs/performance.md, "Worker processes".
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Preprocessing on Ray actors (`fn.ray_prefetch`) against worker processes (`fn.mp_prefetch`).
 
-A local Ray of 2 CPUs on this machine (`ray.init(num_cpus=2)`), a `RayPool`
-of 2 actors kept warm across the runs, against `mp_prefetch(2)` (which starts
-its processes with each iterator) and reading in this process:
-- R1: a CPU-heavy map (`Spin`, about 1 ms an element) over a shuffle, in
-  batches of 16: the steady state (from the first batch to the end) per
-  element, and the time to the first batch (Ray's pool warm).
-- R2: what a block costs: one round trip to an idle actor (a block of one
-  cheap element), and bringing back 1 MiB (a block of one 1 MiB array),
-  against the same through a worker process's pipe and shared memory.
-Every path's elements are checked to be equal.
+A local Ray of 2 CPUs, a `RayPool` of 2 actors kept warm across the runs, against
+`mp_prefetch(2)` and reading in this process. R1: a ~1 ms map over a shuffle, in
+batches of 16: steady state per element, and the time to the first batch. R2: a
+block's round trip to an idle actor, and bringing back 1 MiB, against a worker
+process's pipe and shared memory. Every path's elements are checked to be equal.
 """
 
 from __future__ import annotations

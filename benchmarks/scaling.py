@@ -1,14 +1,10 @@
 """Process-pool scaling: `mp_prefetch` with as many workers as the machine has cores for.
 
-- S1: `MapDataset.range(n).map(spin).to_iter_dataset(ReadOptions(num_threads=0))`,
-  `spin` a pure-Python loop of about 2 ms, read by grainfn and Grain with 0, 1, 2,
-  4, 8 and 16 workers (the counts up to the machine's core count): seconds per
-  element from the first element on, and the speed-up over 0 workers. Beside each
-  count, the same calls shared by that many plain processes already started: the
-  machine's ceiling. `n` grows with the largest count, so every worker has about
-  50 elements. On a 2-core machine this is P1 again; it is meant for larger ones.
-
-Grain is imported only where used: spawned workers re-import this module.
+S1: a ~2 ms pure-Python map read by grainfn and Grain with 0, 1, 2, 4, 8 and 16
+workers (up to the core count), about 50 elements per worker: seconds per element
+in steady state and the speed-up over 0 workers, beside the same calls in that
+many plain processes (the machine's ceiling). On 2 cores this is P1 again. Grain
+is imported only where used: spawned workers re-import this module.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Stream benchmarks: grainfn's `fn.iterate` against Grain's IterDataset and a hand loop.
 
-- S1: B1 of `benchmarks.map_level` (`range(200_000).seed(0).shuffle().map(x + 1)
-  .batch(32)`) read as a stream with `fn.iterate`, against the same dataset read
-  with `fn.elements` (the map-level figure), Grain and the hand loop.
-- B3: `range(200_000).seed(2).shuffle().filter(x % 3 == 0)`, then a stream-level
-  `batch(32)`, one epoch.
-- State: reading the state after an element, and resuming at position 10**3 and
-  10**6 (restoring the state and reading the first batch after it), for grainfn
-  and Grain: the best of 5 `timeit` repeats of N calls.
-
-Grain is warmed up on the full pipeline here, within a time budget of its own.
+S1: map_level's B1 read as a stream with `fn.iterate`, against the same dataset
+through `fn.elements`, Grain and the hand loop. B3: `range(200_000).seed(2)
+.shuffle().filter(x % 3 == 0)`, then a stream-level `batch(32)`. State: reading
+the state after an element, and resuming at position 10**3 and 10**6, grainfn and
+Grain (best of 5 `timeit` repeats). Grain is warmed up on the full pipeline, within
+a time budget of its own. See docs/performance.md, "Streams".
 """
 
 from __future__ import annotations

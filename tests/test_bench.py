@@ -18,6 +18,9 @@ HEADER = re.compile(r"Suite +Benchmark +grainfn +Grain/grainfn +grainfn/hand +Ta
 FIGURE = r"[\d.e+]+ (s|ms|µs|[kMG]? ?idx/s)|n/a"
 RATIO = r"[\d.e+]+x|n/a"
 STATUS = r"met|NOT met|\d+/\d+ met|"
+LINE_BUDGET = 3_800
+"""The most lines `benchmarks/*.py` may have together. Issue 33 asks for 3,000; the suites
+came down from 4,198 to 3,750 without dropping a measurement, and this keeps them there."""
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +151,12 @@ def test_every_benchmark_module_is_a_suite_or_the_harness(runner) -> None:
         text = (ROOT / "benchmarks" / f"{name}.py").read_text()
         ending = f'run_suite("{name}", __doc__ or "", steps, targets, DEFAULT, QUICK)'
         assert ending in text and "grainfn._src.facade" not in text
+
+
+def test_the_benchmarks_stay_within_their_line_budget() -> None:
+    # Modules are sized by concept; the budget is for the whole directory.
+    lines = sum(len(path.read_text().splitlines()) for path in (ROOT / "benchmarks").glob("*.py"))
+    assert lines < LINE_BUDGET, f"benchmarks/ has {lines} lines, the budget is {LINE_BUDGET}"
 
 
 def test_every_suite_takes_its_config_shape_from_the_harness(runner) -> None:
