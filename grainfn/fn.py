@@ -96,13 +96,13 @@ if TYPE_CHECKING:
     from grainfn._src.inspect.trace import trace as trace
     from grainfn._src.inspect.tree import describe as describe
     from grainfn._src.inspect.tree import describe_text as describe_text
-    from grainfn._src.packing import PackState as PackState
-    from grainfn._src.packing import best_fit_pack as best_fit_pack
-    from grainfn._src.packing import first_fit_pack as first_fit_pack
     from grainfn._src.packing.concat_then_split import ConcatThenSplitState as ConcatThenSplitState
     from grainfn._src.packing.concat_then_split import concat_then_split as concat_then_split
     from grainfn._src.packing.pack_and_batch import PackAndBatchState as PackAndBatchState
     from grainfn._src.packing.pack_and_batch import pack_and_batch as pack_and_batch
+    from grainfn._src.packing.stream import PackState as PackState
+    from grainfn._src.packing.stream import best_fit_pack as best_fit_pack
+    from grainfn._src.packing.stream import first_fit_pack as first_fit_pack
     from grainfn._src.parallel.ray_pool import RayPool as RayPool
     from grainfn._src.parallel.ray_prefetch import ray_prefetch as ray_prefetch
 

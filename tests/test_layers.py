@@ -214,6 +214,20 @@ def statements(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
     return visit(tree, "")
 
 
+def test_package_inits_only_re_export() -> None:
+    """A package's `__init__` holds its docstring, imports and `__all__`: no code of its own."""
+    holding_code = []
+    for path in sorted((ROOT / "_src").rglob("__init__.py")):
+        for node in ast.parse(path.read_text()).body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            names_all = isinstance(node, ast.Assign) and [
+                getattr(target, "id", None) for target in node.targets
+            ] == ["__all__"]
+            if not (docstring or names_all or isinstance(node, (ast.Import, ast.ImportFrom))):
+                holding_code.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}")
+    assert not holding_code, f"move this code into a module of the package: {holding_code}"
+
+
 def test_imports_form_no_cycle() -> None:
     """Imports that run form no cycle: at module level, and in functions too (an import
     put off into a function still points back), all but those under `if TYPE_CHECKING:`."""

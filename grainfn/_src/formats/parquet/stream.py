@@ -22,6 +22,8 @@ from grainfn._src.core import state as records
 from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.formats.parquet import files
+from grainfn._src.formats.parquet.files import check_paths, pyarrow_parquet
+from grainfn._src.stages.interleave import InterleavedStream
 
 _BLOCK = 1024  # rows turned into dicts at a time
 _PLAIN = (bool, int, float, str, type(None))
@@ -43,7 +45,7 @@ class ParquetPosition(NamedTuple):
 class ParquetFileStream(Stream[dict[str, Any]]):
     """The rows of one Parquet file, in order, one dict per row.
 
-    Build one with `grainfn._src.formats.parquet.parquet`. The file is opened by each
+    Build one with `parquet`. The file is opened by each
     cursor, and its footer once per process when a state is checked.
 
     Attributes:
@@ -193,3 +195,60 @@ def _show(value: Any) -> str:
     ):
         return repr(value)
     return f"<{type(value).__name__}>"
+
+
+CYCLE_LENGTH = 16
+"""How many files of a list are read at once, one row from each in turn (as in Grain)."""
+
+
+def parquet(path: Any, **read_kwargs: Any) -> Stream[dict[str, Any]]:
+    """The rows of a Parquet file, one dict per row, as a stream with a position as state.
+
+    Each row maps column names to the row's entry of the column converted
+    with pyarrow's `to_numpy()`, one row group at a time: the rows Grain's
+    `ParquetIterDataset` yields. The state is the row group and the row in
+    it, so resuming reads from that row group on.
+
+    Several files are read 16 at a time, one row from each in turn; a file
+    that ends gives its slot to the next file of the list (Grain's
+    interleave, `grainfn._src.stages.interleave`). A missing or unreadable file is
+    reported when it is first opened (FileNotFoundError, ValueError).
+
+    Args:
+        path: A Parquet file (a `str` or `os.PathLike`, a local path or a URI
+            pyarrow understands), or a sequence of them.
+        **read_kwargs: Keyword arguments for `pyarrow.parquet.ParquetFile`,
+            such as `memory_map=True`.
+
+    Returns:
+        A `ParquetFileStream` for one file; for several, an `InterleavedStream` of them.
+
+    Raises:
+        ImportError: if pyarrow is not installed (`pip install "grainfn[parquet]"`).
+        TypeError: if `path` is not a path or a sequence of paths.
+        ValueError: if `path` is an empty sequence.
+
+    Examples:
+        >>> import os, tempfile
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> from grainfn import fn
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> file = os.path.join(folder.name, "data.parquet")
+        >>> pq.write_table(pa.table({"x": [1, 2, 3], "s": ["a", "b", None]}), file)
+        >>> stream = parquet(file)
+        >>> it = fn.iterate(stream)
+        >>> next(it)
+        {'x': np.int64(1), 's': 'a'}
+        >>> it.state
+        ParquetPosition(row_group=0, row=1)
+        >>> list(fn.iterate(stream, it.state))
+        [{'x': np.int64(2), 's': 'b'}, {'x': np.int64(3), 's': None}]
+        >>> folder.cleanup()
+    """
+    paths = check_paths(path)
+    options = read_options(read_kwargs)
+    pyarrow_parquet()  # without pyarrow, fail here with the install hint, not when reading
+    streams = tuple(ParquetFileStream(p, options) for p in paths)
+    if len(streams) == 1:
+        return streams[0]
+    return InterleavedStream(streams, CYCLE_LENGTH)
