@@ -33,6 +33,7 @@ import grainfn
 from grainfn.testing import assert_elements_equal
 
 from support.pipelines import build_grain_stream, stream_specs
+from support.scripted import Scripted
 from support.waiting import wait_until
 
 pytestmark = pytest.mark.grain
@@ -142,42 +143,6 @@ def wait_for_no_prefetch_thread() -> None:
     wait_until(lambda: not prefetch_threads(), "the reader saw its stop flag and ended")
 
 
-class Scripted:
-    """A checkpointable iterator that is not a dataset's, as a Grain user may write one.
-
-    Each call of `next` reads one step of `script` and moves on: a value, an
-    error, or an end (StopIteration) that later calls read past. What it
-    yields depends on its position alone, so read-ahead timing changes nothing.
-    """
-
-    def __init__(self, script: list[tuple[str, int]]) -> None:
-        self.script, self.position = script, 0
-        self.closed = False
-
-    def __iter__(self) -> Scripted:
-        return self
-
-    def __next__(self) -> int:
-        if self.position >= len(self.script):
-            raise StopIteration
-        kind, value = self.script[self.position]
-        self.position += 1
-        if kind == "error":
-            raise OSError(f"bad record {value}")
-        if kind == "end":
-            raise StopIteration
-        return value
-
-    def get_state(self) -> dict[str, int]:
-        return {"position": self.position}
-
-    def set_state(self, state: dict[str, int]) -> None:
-        self.position = state["position"]
-
-    def close(self) -> None:
-        self.closed = True
-
-
 scripts = st.lists(
     st.tuples(st.sampled_from(["value"] * 6 + ["error", "end"]), st.integers(0, 99)), max_size=25
 )
@@ -234,44 +199,6 @@ def test_grains_own_test_of_a_nonnative_iterator() -> None:
     wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
-def test_a_state_is_the_parents_after_the_element_returned_however_far_the_thread_read() -> None:
-    parent = Scripted([("value", v) for v in range(500)])
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 50)
-    for expected in range(20):
-        assert next(it) == expected
-        assert it.get_state() == {"position": expected + 1}
-    wait_until(lambda: parent.position > 20, "the thread read ahead")
-    assert it.get_state() == {"position": 20}
-    it.set_state({"position": 100})
-    assert parent.position == 100  # the thread stopped before the parent was set
-    assert [next(it) for _ in range(3)] == [100, 101, 102]
-    assert it.get_state() == {"position": 103}
-    it.close()
-    assert parent.closed
-    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
-    with pytest.raises(ValueError, match="closed"):
-        next(it)
-
-
-def test_a_state_that_the_parent_changes_later_stays_as_it_was() -> None:
-    class SharedState(Scripted):
-        def __init__(self) -> None:
-            super().__init__([("value", v) for v in range(10)])
-            self.state = {"position": 0}
-
-        def get_state(self) -> dict[str, int]:
-            self.state["position"] = self.position  # the same dict, changed in place
-            return self.state
-
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(SharedState(), 4)
-    next(it)
-    first = it.get_state()
-    next(it)
-    assert first == {"position": 1}
-    assert it.get_state() == {"position": 2}
-    it.close()
-
-
 def test_grains_iterators_and_read_ahead_iterators_are_read_ahead_too() -> None:
     theirs = iter(grain.MapDataset.range(30).seed(3).shuffle().to_iter_dataset())
     expected = list(grain.MapDataset.range(30).seed(3).shuffle())
@@ -307,31 +234,6 @@ def test_an_iterator_without_get_state_is_read_ahead_and_its_state_is_refused() 
     wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
 
 
-def test_an_error_of_get_state_is_raised_by_get_state_only() -> None:
-    class NoStateYet(Scripted):
-        def get_state(self) -> dict[str, int]:
-            raise NotImplementedError("no state in this iterator")
-
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(NoStateYet([("value", 1)] * 3), 2)
-    assert list(it) == [1, 1, 1]
-    with pytest.raises(NotImplementedError, match="no state in this iterator"):
-        it.get_state()
-    it.close()
-
-
-def test_closing_stops_a_reader_blocked_on_a_full_queue() -> None:
-    parent = Scripted([("value", v) for v in range(10**5)])
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 2)
-    it.start_prefetch()
-    # The reader fills its queue and waits: two in the queue, one waiting to go in.
-    wait_until(lambda: parent.position == 3, "the reader read three elements ahead")
-    assert len(prefetch_threads()) == 1
-    it.close()
-    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
-    assert parent.closed
-    it.close()  # twice is fine
-
-
 def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
     parent = Scripted([("value", v) for v in range(10**5)])
     it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 2)
@@ -340,23 +242,6 @@ def test_an_iterator_dropped_without_closing_stops_its_thread() -> None:
     del it
     wait_for_no_prefetch_thread()
     assert parent.position < 10  # the thread stopped reading, not ran to the end
-
-
-def test_the_thread_ends_with_the_parent_and_after_an_error_and_starts_again() -> None:
-    parent = Scripted([("value", 1), ("error", 2), ("value", 3)])
-    it = grainfn.experimental.ThreadPrefetchDatasetIterator(parent, 4)
-    assert next(it) == 1
-    with pytest.raises(OSError, match="bad record 2"):
-        next(it)
-    wait_until(
-        lambda: not prefetch_threads(), "every prefetch thread ended"
-    )  # the one that met the error
-    assert it.get_state() == {"position": 1}
-    assert next(it) == 3  # reads the parent on from where the error left it, as Grain does
-    with pytest.raises(StopIteration):
-        next(it)
-    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
-    it.close()
 
 
 def test_a_list_or_a_negative_buffer_is_refused() -> None:

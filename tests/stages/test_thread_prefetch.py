@@ -1,4 +1,8 @@
-"""thread_prefetch: the same elements and states as without it, errors in place, no thread left."""
+"""thread_prefetch: the same elements and states as without it, errors in place, no thread left.
+
+IteratorReadAhead, the same read-ahead over an iterator that is not a
+pipeline's: its states are the iterator's own after each element returned.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,10 @@ from hypothesis import given, settings
 
 from grainfn import fn, testing
 from grainfn._src.core.stream import BaseCursor, PassThroughStream
+from grainfn._src.stages.thread_prefetch import IteratorReadAhead
 
 from support import conformance
+from support.scripted import Scripted
 from support.waiting import GENEROUS, wait_until
 
 
@@ -212,6 +218,119 @@ def test_close_returns_while_the_reader_is_in_a_slow_read() -> None:
     assert closed_during_the_read
     assert it.state == fn.DatasetPosition(1)
     wait_until(lambda: not prefetch_threads(), "the reader ended after its read")
+
+
+def test_an_iterators_state_is_its_own_after_the_element_returned() -> None:
+    parent = Scripted([("value", v) for v in range(500)])
+    it = IteratorReadAhead(parent, 50)
+    for expected in range(20):
+        assert next(it) == expected
+        assert it.get_state() == {"position": expected + 1}
+    wait_until(lambda: parent.position > 20, "the thread read ahead")
+    assert it.get_state() == {"position": 20}
+    it.set_state({"position": 100})
+    assert parent.position == 100  # the thread stopped before the parent was set
+    assert [next(it) for _ in range(3)] == [100, 101, 102]
+    assert it.get_state() == {"position": 103}
+    it.close()
+    assert parent.closed
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
+    with pytest.raises(ValueError, match="closed"):
+        next(it)
+
+
+def test_a_state_that_the_iterator_changes_later_stays_as_it_was() -> None:
+    class SharedState(Scripted):
+        def __init__(self) -> None:
+            super().__init__([("value", v) for v in range(10)])
+            self.state = {"position": 0}
+
+        def get_state(self) -> dict[str, int]:
+            self.state["position"] = self.position  # the same dict, changed in place
+            return self.state
+
+    it = IteratorReadAhead(SharedState(), 4)
+    next(it)
+    first = it.get_state()
+    next(it)
+    assert first == {"position": 1}
+    assert it.get_state() == {"position": 2}
+    it.close()
+
+
+def test_an_error_of_the_iterators_get_state_is_raised_by_get_state_only() -> None:
+    class NoStateYet(Scripted):
+        def get_state(self) -> dict[str, int]:
+            raise NotImplementedError("no state in this iterator")
+
+    it = IteratorReadAhead(NoStateYet([("value", 1)] * 3), 2)
+    assert list(it) == [1, 1, 1]
+    with pytest.raises(NotImplementedError, match="no state in this iterator"):
+        it.get_state()
+    it.close()
+
+
+def test_closing_stops_the_reader_of_an_iterator_blocked_on_a_full_queue() -> None:
+    parent = Scripted([("value", v) for v in range(10**5)])
+    it = IteratorReadAhead(parent, 2)
+    it.start_prefetch()
+    # The reader fills its queue and waits: two in the queue, one waiting to go in.
+    wait_until(lambda: parent.position == 3, "the reader read three elements ahead")
+    assert len(prefetch_threads()) == 1
+    it.close()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
+    assert parent.closed
+    it.close()  # twice is fine
+
+
+def test_the_thread_ends_with_the_iterator_and_after_an_error_and_starts_again() -> None:
+    parent = Scripted([("value", 1), ("error", 2), ("value", 3)])
+    it = IteratorReadAhead(parent, 4)
+    assert next(it) == 1
+    with pytest.raises(OSError, match="bad record 2"):
+        next(it)
+    wait_until(lambda: not prefetch_threads(), "the thread that met the error ended")
+    assert it.get_state() == {"position": 1}
+    assert next(it) == 3  # reads the parent on from where the error left it, as Grain does
+    with pytest.raises(StopIteration):
+        next(it)
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
+    it.close()
+
+
+def test_an_iterator_read_ahead_and_dropped_without_closing_stops_its_thread() -> None:
+    parent = Scripted([("value", v) for v in range(10**5)])
+    it = IteratorReadAhead(parent, 2)
+    next(it)
+    assert len(prefetch_threads()) == 1
+    del it
+    wait_until(lambda: not prefetch_threads(), "the reader saw its stop flag and ended")
+    assert parent.position < 10  # the thread stopped reading, not ran to the end
+
+
+def test_an_iterator_without_get_state_is_read_ahead_and_its_state_is_refused() -> None:
+    it = IteratorReadAhead(iter([1, 2, 3]), 2, "This reader")
+    assert next(it) == 1
+    with pytest.raises(TypeError, match="This reader has no state to give: its parent, a list_"):
+        it.get_state()
+    with pytest.raises(TypeError, match="This reader cannot set a state: its parent, a list_"):
+        it.set_state({"position": 0})
+    assert list(it) == [2, 3]  # nothing lost to the refusals
+    it.close()
+    wait_until(lambda: not prefetch_threads(), "every prefetch thread ended")
+
+
+def test_an_iterator_read_ahead_by_none_is_read_in_the_calling_thread() -> None:
+    parent = Scripted([("value", 1), ("error", 2), ("value", 3)])
+    it = IteratorReadAhead(parent, 0)
+    assert next(it) == 1
+    assert not prefetch_threads()
+    with pytest.raises(OSError, match="bad record 2"):
+        next(it)
+    assert it.get_state() == {"position": 1}  # the state before the error, as Grain's
+    assert list(it) == [3]
+    with pytest.raises(ValueError, match="buffer_size must be an integer >= 0"):
+        IteratorReadAhead(parent, -1)
 
 
 test_conforms = conformance.conforms(

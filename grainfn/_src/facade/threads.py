@@ -2,17 +2,16 @@
 
 `ThreadPrefetchDatasetIterator` reads an iterator ahead in a background
 thread: a grainfn iterator through the core's `thread_prefetch` (its states
-come from the stream), any other through the same read-ahead cursor, over the iterator as it
-stands, taking the parent's `get_state()` after each element. `multithread_prefetch` cuts a
-pipeline into one logical shard per thread (`grainfn._src.elastic.shards`)
-and interleaves them, as Grain does. It is built from the core's
-`thread_prefetch`, `logical_shard` and `interleave`.
+come from the stream), any other through the core's `IteratorReadAhead`, over
+the iterator as it stands, taking the parent's `get_state()` after each
+element. `multithread_prefetch` cuts a pipeline into one logical shard per
+thread (`grainfn._src.elastic.shards`) and interleaves them, as Grain does.
+It is built from the core's `thread_prefetch`, `logical_shard` and
+`interleave`.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
@@ -20,13 +19,12 @@ from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
-from grainfn._src.core.stream import BaseCursor, Cursor
 from grainfn._src.device.put import check_device, host_thread_buffer, put_on_device
 from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.facade.config import config
 from grainfn._src.facade.datasets import IterDataset, iter_core
 from grainfn._src.facade.iterator import DatasetIterator
-from grainfn._src.stages.thread_prefetch import ReadAheadCursor
+from grainfn._src.stages.thread_prefetch import IteratorReadAhead
 
 T = TypeVar("T")
 
@@ -80,7 +78,7 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
         >>> ahead.close()
     """
 
-    _ahead: _IteratorReadAhead | None = None  # set for an iterator that is not grainfn's
+    _ahead: IteratorReadAhead | None = None  # set for an iterator that is not grainfn's
 
     def __init__(self, parent: Iterator[T], prefetch_buffer_size: int) -> None:
         size = validate.check_nonnegative_int(prefetch_buffer_size, "prefetch_buffer_size")
@@ -92,8 +90,8 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
             )
         if not (isinstance(parent, DatasetIterator) and hasattr(parent, "_core")):
             super().__init__(parent if isinstance(parent, DatasetIterator) else ())
-            self._ahead = _IteratorReadAhead(parent, size)
-            self._next = self._ahead.next  # holds the reader, never this iterator
+            self._ahead = IteratorReadAhead(parent, size, "ThreadPrefetchDatasetIterator")
+            self._next = self._ahead.__next__  # holds the reader, never this iterator
             return
         super().__init__(parent)
         stream = fn.thread_prefetch(size, parent.core.stream)
@@ -146,137 +144,6 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
                 f"{self._ahead.parent_type}"
             )
         return super().__repr__()
-
-
-@dataclasses.dataclass(frozen=True)
-class _NoState:
-    """What stands for a state the parent could not give: it has no get_state, or it raised."""
-
-    error: Exception | None
-
-
-def _state_after(parent: Any) -> Any:
-    """A copy of `parent.get_state()` (the parent may change what it returned), or `_NoState`."""
-    get_state = getattr(parent, "get_state", None)
-    if not callable(get_state):
-        return _NoState(None)
-    try:
-        return copy.deepcopy(get_state())
-    except Exception as error:  # raised again by the wrapper's get_state: nothing is lost
-        return _NoState(error)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Iterator:
-    """An iterator that is not grainfn's, opened as a cursor where it stands.
-
-    Its state is a copy of its own `get_state()`, which the core's read-ahead
-    thread takes after each element.
-    """
-
-    parent: Iterator[Any]
-
-    def open(self, state: Any) -> Cursor:
-        return _IteratorCursor(self.parent)
-
-
-class _IteratorCursor(BaseCursor):
-    def __init__(self, parent: Iterator[Any]) -> None:
-        self.parent = parent
-
-    def next(self) -> Any:
-        return next(self.parent)
-
-    def state(self) -> Any:
-        return _state_after(self.parent)
-
-
-class _IteratorReadAhead:
-    """Any iterator read ahead by the core's read-ahead cursor, one per run of reads.
-
-    The end or an error ends a run; the next `next` starts another where the
-    parent stands (Grain's behaviour: a parent may read on after either).
-    """
-
-    def __init__(self, parent: Iterator[Any], size: int) -> None:
-        self.parent, self.size = parent, size
-        self.parent_type = type(parent).__qualname__
-        self.last = _state_after(parent)  # the state after the last element of ended runs
-        self.cursor: ReadAheadCursor | None = None
-        self.closed = False
-
-    def next(self) -> Any:
-        if self.closed:
-            raise ValueError(
-                "This iterator is closed. Make a new one, starting from its last state if needed."
-            )
-        if self.size == 0:  # no read-ahead: the caller's thread reads
-            element = next(self.parent)
-            self.last = _state_after(self.parent)
-            return element
-        if self.cursor is None:
-            self.cursor = self._run()
-        before = self.cursor.state()
-        try:
-            return self.cursor.next()
-        except StopIteration:  # the run ended; Grain's state stays the one before the end
-            self.stop()
-            self.last = before
-            raise
-        except BaseException:  # the run ended with the error, at the state before it
-            self.stop()
-            raise
-
-    def start_prefetch(self) -> None:
-        if self.size > 0 and not self.closed and self.cursor is None:
-            self.cursor = self._run()
-            self.cursor.start_prefetch()
-
-    def _run(self) -> ReadAheadCursor:
-        """A new run of reads, from where the parent stands."""
-        return ReadAheadCursor(_Iterator(self.parent), self.last, self.size)
-
-    def stop(self) -> None:
-        """Ends the current run; the parent is then this thread's to use."""
-        cursor, self.cursor = self.cursor, None
-        if cursor is not None:
-            cursor.close()
-            self.last = cursor.state()
-
-    def get_state(self) -> Any:
-        last = self.last if self.cursor is None else self.cursor.state()
-        if isinstance(last, _NoState):
-            if last.error is not None:
-                raise last.error
-            raise TypeError(
-                f"ThreadPrefetchDatasetIterator has no state to give: its parent, a "
-                f"{self.parent_type}, has no get_state(). Read ahead an iterator with "
-                "get_state and set_state (a DatasetIterator) to checkpoint it."
-            )
-        return copy.deepcopy(last)
-
-    def set_state(self, state: Any) -> None:
-        set_state = getattr(self.parent, "set_state", None)
-        if not callable(set_state):
-            raise TypeError(
-                f"ThreadPrefetchDatasetIterator cannot set a state: its parent, a "
-                f"{self.parent_type}, has no set_state(). Read ahead an iterator with "
-                "get_state and set_state (a DatasetIterator) to checkpoint it."
-            )
-        self.stop()  # the parent is the thread's until its run has ended
-        set_state(state)
-        self.last = _state_after(self.parent)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self.stop()
-        finally:
-            close = getattr(self.parent, "close", None)
-            if callable(close):
-                close()
 
 
 def multithread_prefetch(

@@ -9,16 +9,22 @@ closes the parent's cursor, and returns promptly: a thread in the middle of a
 slow read (a network file, a user function that waits) is not waited for
 longer than `CLOSE_WAIT`; it ends, and closes the parent's cursor, when that
 read returns.
+
+`IteratorReadAhead` reads any other iterator ahead the same way (a user's
+checkpointable iterator, Grain's own): it takes the iterator where it
+stands, and its states are what the iterator's own `get_state()` gives.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import queue
 import sys
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import toolz
@@ -190,3 +196,176 @@ def thread_prefetch(buffer_size: int, stream: Stream[Any]) -> Stream[Any]:
     """
     buffer_size = validate.check_nonnegative_int(buffer_size, "buffer_size")
     return ThreadPrefetchedStream(as_stream(stream, "thread_prefetch"), buffer_size)
+
+
+class IteratorReadAhead(Iterator[Any]):
+    """An iterator that is not a pipeline's, read ahead by a background thread where it stands.
+
+    The thread reads `parent` through a `ReadAheadCursor`, up to `buffer_size`
+    elements ahead, and takes a copy of `parent.get_state()` right after each
+    element, so `get_state()` is `parent`'s state after the last element
+    returned, however far the thread read. `set_state` stops the thread,
+    calls `parent.set_state` and reads on from there. The end, or an error of
+    `parent`, ends a run of reads at its place, after the elements before it;
+    the next `next()` starts another run where `parent` stands (a parent may
+    read on after either). A `parent` without `get_state` is read ahead all
+    the same; `get_state()` then raises a TypeError naming its type. 0 reads
+    in the caller's thread. `close()` stops the thread and closes `parent`.
+
+    Args:
+        parent: Any iterator; `get_state`, `set_state` and `close` are used where it has them.
+        buffer_size: The most elements read ahead (>= 0).
+        what: How messages name the iterator this one serves.
+
+    Examples:
+        >>> class Counter:
+        ...     def __init__(self): self.n = 0
+        ...     def __next__(self):
+        ...         if self.n == 5: raise StopIteration
+        ...         self.n += 1
+        ...         return self.n
+        ...     def get_state(self): return {"n": self.n}
+        ...     def set_state(self, state): self.n = state["n"]
+        >>> ahead = IteratorReadAhead(Counter(), 3)
+        >>> next(ahead), ahead.get_state()
+        (1, {'n': 1})
+        >>> ahead.set_state({"n": 3})
+        >>> list(ahead), ahead.get_state()
+        ([4, 5], {'n': 5})
+        >>> ahead.close()
+    """
+
+    def __init__(
+        self, parent: Iterator[Any], buffer_size: int, what: str = "The read-ahead iterator"
+    ) -> None:
+        self.parent = parent
+        self.size = validate.check_nonnegative_int(buffer_size, "buffer_size")
+        self.what = what
+        self.parent_type = type(parent).__qualname__
+        self.last = _state_after(parent)  # the state after the last element of ended runs
+        self.cursor: ReadAheadCursor | None = None
+        self.closed = False
+
+    def __iter__(self) -> IteratorReadAhead:
+        return self
+
+    def __next__(self) -> Any:
+        """The next element of `parent`; StopIteration at its end."""
+        if self.closed:
+            raise ValueError(
+                "This iterator is closed. Make a new one, starting from its last state if needed."
+            )
+        if self.size == 0:  # no read-ahead: the caller's thread reads
+            element = next(self.parent)
+            self.last = _state_after(self.parent)
+            return element
+        if self.cursor is None:
+            self.cursor = self._run()
+        before = self.cursor.state()
+        try:
+            return self.cursor.next()
+        except StopIteration:  # the run ended; the state stays the one before the end
+            self.stop()
+            self.last = before
+            raise
+        except BaseException:  # the run ended with the error, at the state before it
+            self.stop()
+            raise
+
+    def start_prefetch(self) -> None:
+        """Starts the background reads now."""
+        if self.size > 0 and not self.closed and self.cursor is None:
+            self.cursor = self._run()
+            self.cursor.start_prefetch()
+
+    def _run(self) -> ReadAheadCursor:
+        """A new run of reads, from where the parent stands."""
+        return ReadAheadCursor(_Standing(self.parent), self.last, self.size)
+
+    def stop(self) -> None:
+        """Ends the current run; the parent is then the caller's thread's to use."""
+        cursor, self.cursor = self.cursor, None
+        if cursor is not None:
+            cursor.close()
+            self.last = cursor.state()
+
+    def get_state(self) -> Any:
+        """A copy of `parent`'s state after the last element returned."""
+        last = self.last if self.cursor is None else self.cursor.state()
+        if isinstance(last, _NoState):
+            if last.error is not None:
+                raise last.error
+            raise TypeError(
+                f"{self.what} has no state to give: its parent, a {self.parent_type}, has no "
+                "get_state(). Read ahead an iterator with get_state and set_state (a "
+                "DatasetIterator) to checkpoint it."
+            )
+        return copy.deepcopy(last)
+
+    def set_state(self, state: Any) -> None:
+        """Stops the thread, sets `parent` to `state` and reads on from there."""
+        set_state = getattr(self.parent, "set_state", None)
+        if not callable(set_state):
+            raise TypeError(
+                f"{self.what} cannot set a state: its parent, a {self.parent_type}, has no "
+                "set_state(). Read ahead an iterator with get_state and set_state (a "
+                "DatasetIterator) to checkpoint it."
+            )
+        self.stop()  # the parent is the thread's until its run has ended
+        set_state(state)
+        self.last = _state_after(self.parent)
+
+    def close(self) -> None:
+        """Stops the thread and closes `parent` (where it has `close`); twice is fine."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.stop()
+        finally:
+            close = getattr(self.parent, "close", None)
+            if callable(close):
+                close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _NoState:
+    """What stands for a state the parent could not give: it has no get_state, or it raised."""
+
+    error: Exception | None
+
+
+def _state_after(parent: Any) -> Any:
+    """A copy of `parent.get_state()` (the parent may change what it returned), or `_NoState`."""
+    get_state = getattr(parent, "get_state", None)
+    if not callable(get_state):
+        return _NoState(None)
+    try:
+        return copy.deepcopy(get_state())
+    except Exception as error:  # raised again by IteratorReadAhead.get_state: nothing is lost
+        return _NoState(error)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Standing:
+    """An iterator opened as a cursor where it stands, whatever the state asked for.
+
+    Its state is a copy of its own `get_state()`, which the read-ahead
+    thread takes after each element.
+    """
+
+    parent: Iterator[Any]
+
+    def open(self, state: Any) -> Cursor:
+        return _StandingCursor(self.parent)
+
+
+class _StandingCursor(BaseCursor):
+    def __init__(self, parent: Iterator[Any]) -> None:
+        self.parent = parent
+
+    def next(self) -> Any:
+        return next(self.parent)
+
+    def state(self) -> Any:
+        return _state_after(self.parent)
