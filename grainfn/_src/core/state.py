@@ -48,6 +48,9 @@ with `register`."""
 
 R = TypeVar("R", bound=type)
 
+Parent = TypeVar("Parent")
+"""The state of a stage's parent, inside the stage's record: `LimitState[DatasetPosition]`."""
+
 
 def register(record: R | None = None, *, former_names: tuple[str, ...] = ()) -> Any:
     """Makes a stage's own state record (a NamedTuple) readable by `from_dict`.

@@ -13,7 +13,9 @@ only when asked. `step` itself is `open`, one `next`, and `state`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol
+
+from typing_extensions import TypeVar
 
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import pipeline_lines
@@ -21,6 +23,8 @@ from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.random_stage import RandomStage
 
 T = TypeVar("T")
+S = TypeVar("S", default=Any)
+"""A stream's state record (`LimitState[...]`, ...); `Stream[T]` leaves it open (Any)."""
 
 
 class _End:
@@ -113,8 +117,8 @@ class BaseCursor:
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class Stream(Generic[T]):
-    """A stream of elements with explicit iteration state. Build one with `grainfn.fn`."""
+class Stream(Generic[T, S]):
+    """A stream of elements `T` with explicit iteration state `S`. Build one with `grainfn.fn`."""
 
     transparent: ClassVar[bool] = False
     """Whether this stage changes how a pipeline runs, not what it yields (mp_prefetch,
@@ -146,11 +150,11 @@ class Stream(Generic[T]):
         """The seed a `seed` stage sets for downstream random stages; None elsewhere."""
         return None
 
-    def init(self) -> Any:
+    def init(self) -> S:
         """The state before the first element."""
         raise NotImplementedError
 
-    def step(self, state: Any) -> tuple[Any, Any]:
+    def step(self, state: S) -> tuple[T | _End, S]:
         """Returns `(element, next state)`, or `(END, state)` once the stream is exhausted.
 
         The state may hold 0-d numpy or jax arrays (a state that went through `jax.jit`).
@@ -164,7 +168,7 @@ class Stream(Generic[T]):
             return END, cursor.state()
         return element, cursor.state()
 
-    def open(self, state: Any) -> Cursor:
+    def open(self, state: S) -> Cursor:
         """A fresh cursor starting at `state` (not validated: see `check_state`)."""
         raise NotImplementedError
 
@@ -172,7 +176,7 @@ class Stream(Generic[T]):
         """Raises ValueError, naming the stage and field, unless `state` fits this stream."""
         raise NotImplementedError
 
-    def most_delivered(self, state: Any) -> int | None:
+    def most_delivered(self, state: S) -> int | None:
         """The most elements this stream can have returned at `state` (a checked state).
 
         None where the state sets no bound. A stage's own counters are checked
@@ -202,7 +206,7 @@ class Stream(Generic[T]):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class OneParentStream(Stream[Any]):
+class OneParentStream(Stream[T, S]):
     """Base of stream stages with one parent stream."""
 
     parent: Stream[Any]
@@ -213,7 +217,7 @@ class OneParentStream(Stream[Any]):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class PassThroughStream(OneParentStream):
+class PassThroughStream(OneParentStream[T, Any]):
     """Base of stages whose state is their parent's state."""
 
     def init(self) -> Any:
@@ -227,12 +231,12 @@ class PassThroughStream(OneParentStream):
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class WrappingStream(OneParentStream):
+class WrappingStream(OneParentStream[T, S]):
     """Base of stages whose state is `record(counter, parent state)`, the counter starting at 0."""
 
     record: ClassVar[type[Any]]
 
-    def init(self) -> Any:
+    def init(self) -> S:
         return self.record(0, self.parent.init())
 
     def check_state(self, state: Any, path: str = "") -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple
 
 import numpy as np
 import toolz
@@ -36,7 +36,7 @@ from grainfn._src.packing.rows import (
 
 
 @records.register
-class ConcatThenSplitState(NamedTuple):
+class ConcatThenSplitState(NamedTuple, Generic[records.Parent]):
     """State of `concat_then_split`: where the current round started, and its rows returned.
 
     Attributes:
@@ -50,11 +50,11 @@ class ConcatThenSplitState(NamedTuple):
 
     emitted: int
     offsets: tuple[int, ...]
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class ConcatThenSplitStream(OneParentStream):
+class ConcatThenSplitStream(OneParentStream[Any, ConcatThenSplitState[Any]]):
     """Elements concatenated feature by feature and split into rows of fixed lengths.
 
     Build one with `concat_then_split`, which checks the arguments.

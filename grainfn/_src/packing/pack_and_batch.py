@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple
 
 import numpy as np
 import toolz
@@ -179,7 +179,7 @@ def pack_and_batch_spec(
 
 
 @records.register
-class PackAndBatchState(NamedTuple):
+class PackAndBatchState(NamedTuple, Generic[records.Parent]):
     """State of a pack-and-batch stage.
 
     Attributes:
@@ -188,11 +188,11 @@ class PackAndBatchState(NamedTuple):
     """
 
     emitted: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class PackAndBatchStream(WrappingStream):
+class PackAndBatchStream(WrappingStream[Any, PackAndBatchState[Any]]):
     """The parent's elements packed into batches. Build one with `pack_and_batch`.
 
     Attributes:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple
 
 import toolz
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on
 
 
 @records.register
-class PackState(NamedTuple):
+class PackState(NamedTuple, Generic[records.Parent]):
     """State of a packing stage (first-fit or best-fit).
 
     Attributes:
@@ -48,11 +48,11 @@ class PackState(NamedTuple):
 
     row: int
     emitted: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class PackedStream(OneParentStream):
+class PackedStream(OneParentStream[Any, PackState[Any]]):
     """The parent's elements packed into bins, a block of `spec.num_bins` bins at a time.
 
     Build one with `first_fit_pack` or `best_fit_pack`.

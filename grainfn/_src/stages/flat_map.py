@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -89,15 +89,15 @@ class FlatMappedDataset(OneParent):
 
 
 @records.register(former_names=("SplitState",))  # its former name, in states saved before
-class FlatMapState(NamedTuple):
+class FlatMapState(NamedTuple, Generic[records.Parent]):
     """State of a stream `flat_map`: parts of the current element taken, and the state before it."""
 
     taken: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class FlatMappedStream(WrappingStream):
+class FlatMappedStream(WrappingStream[Any, FlatMapState[Any]]):
     """Every part of `fn(element)` for every element, in order.
 
     The state is the parent's state before the element being split and the

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Generic, NamedTuple
 
 import toolz
 
@@ -38,12 +38,12 @@ EMPTY: Stream[Any] = FromDatasetStream(RangeDataset(0, 0, 1))
 
 
 @records.register
-class InterleaveSlot(NamedTuple):
+class InterleaveSlot(NamedTuple, Generic[records.Parent]):
     """One slot of an `interleave`: the dataset it holds, whether it ran out, and its state."""
 
     dataset: int
     stopped: bool
-    parent: Any
+    parent: records.Parent
 
 
 @records.register
@@ -70,7 +70,7 @@ def as_stream(value: Any, index: int) -> Stream[Any]:
     )
 
 
-class _Interleaved(Stream[Any]):
+class _Interleaved(Stream[Any, InterleaveState]):
     """What both kinds of interleave share: the slots, the state and the cursor."""
 
     cycle_length: int  # a field of each subclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import toolz
 
@@ -17,15 +17,15 @@ T = TypeVar("T")
 
 
 @records.register
-class LimitState(NamedTuple):
+class LimitState(NamedTuple, Generic[records.Parent]):
     """State of `limit`: how many elements it has passed on."""
 
     taken: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class LimitedStream(WrappingStream):
+class LimitedStream(WrappingStream[Any, LimitState[Any]]):
     """At most `count` elements of the parent."""
 
     spec_rule = "parent"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -191,7 +191,7 @@ class _MapCursor(BaseCursor):
 
 
 @records.register(former_names=("CountState",))  # its former name, in states saved before
-class IndexedState(NamedTuple):
+class IndexedState(NamedTuple, Generic[records.Parent]):
     """State of a stage that gives each element its index: the index of the next, `seen`.
 
     `map_with_index` passes the index to its function, `random_map` draws the
@@ -199,11 +199,11 @@ class IndexedState(NamedTuple):
     """
 
     seen: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class CountingStream(WrappingStream):
+class CountingStream(WrappingStream[Any, IndexedState[Any]]):
     """Base of stages that count the elements they pass on, in a IndexedState."""
 
     record = IndexedState

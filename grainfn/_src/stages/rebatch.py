@@ -18,7 +18,7 @@ inside a parent batch reads it again.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple
 
 import numpy as np
 import toolz
@@ -31,11 +31,11 @@ from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 
 
 @records.register
-class RebatchState(NamedTuple):
+class RebatchState(NamedTuple, Generic[records.Parent]):
     """State of `rebatch`: the next row's offset in its parent batch, and the state before it."""
 
     offset: int
-    parent: Any
+    parent: records.Parent
 
 
 def leaves(tree: Any) -> list[Any]:
@@ -143,7 +143,7 @@ def batch_rows(batch: Any) -> int:
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class RebatchedStream(OneParentStream):
+class RebatchedStream(OneParentStream[Any, RebatchState[Any]]):
     """The rows of the parent's batches, regrouped into batches of `batch_size` rows."""
 
     spec_rule = "rebatched"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -78,15 +78,15 @@ class RepeatedDataset(IndexStage[T]):
 
 
 @records.register
-class RepeatState(NamedTuple):
+class RepeatState(NamedTuple, Generic[records.Parent]):
     """State of `repeat`: the current epoch and the parent's state within it."""
 
     epoch: int
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class RepeatedStream(WrappingStream):
+class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
     """The parent's elements again and again, `num_epochs` times or forever (None).
 
     Each repetition restarts the parent from its initial state, so it yields the

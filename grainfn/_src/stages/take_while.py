@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import toolz
 
@@ -26,15 +26,15 @@ T = TypeVar("T")
 
 
 @records.register
-class TakeWhileState(NamedTuple):
+class TakeWhileState(NamedTuple, Generic[records.Parent]):
     """State of `take_while`: whether the predicate refused an element, and the parent's state."""
 
     stopped: bool
-    parent: Any
+    parent: records.Parent
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class TakenWhileStream(OneParentStream):
+class TakenWhileStream(OneParentStream[Any, TakeWhileState[Any]]):
     """The parent's elements while `predicate` accepts them."""
 
     spec_rule = "parent"

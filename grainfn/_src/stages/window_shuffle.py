@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import toolz
@@ -75,12 +75,12 @@ _SEED_LIMIT = 2**32
 
 
 @records.register
-class WindowShuffleState(NamedTuple):
+class WindowShuffleState(NamedTuple, Generic[records.Parent]):
     """State of a stream `window_shuffle`: window number, elements yielded, state at its start."""
 
     window: int
     emitted: int
-    parent: Any
+    parent: records.Parent
 
 
 def window_order(window: list[Any], seed: int) -> list[Any]:
@@ -106,7 +106,7 @@ def window_order(window: list[Any], seed: int) -> list[Any]:
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
-class WindowShuffledStream(OneParentStream):
+class WindowShuffledStream(OneParentStream[Any, WindowShuffleState[Any]]):
     """The parent's elements, shuffled within windows of `window_size` (see the module doc)."""
 
     spec_rule = "parent"
