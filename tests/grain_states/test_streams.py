@@ -12,7 +12,7 @@ import pytest
 from grainfn import fn
 from grainfn._src.core import state as records
 from grainfn._src.core.grain_keys import GrainKeys
-from grainfn._src.core.stream import WrappingStream
+from grainfn._src.core.stream import WrappingStream, stage_kinds
 from grainfn._src.grain_states.streams import from_grain, stages, to_grain
 from grainfn._src.stages.limit import LimitedStream
 
@@ -58,7 +58,7 @@ def test_a_stage_without_grain_keys_is_refused_listing_the_declared_ones() -> No
 
 def test_the_declaration_names_the_keys_in_order() -> None:
     keys = LimitedStream.grain_keys
-    assert keys is not None and keys.keys() == ("parent", "count_elements_read")
+    assert keys is not None and keys.names() == ("parent", "count_elements_read")
 
 
 def test_the_checkpointing_page_lists_the_declared_stages() -> None:
@@ -66,3 +66,20 @@ def test_the_checkpointing_page_lists_the_declared_stages() -> None:
     listed = re.search(r"for these, by Grain's names: (.*?)\. Each stage declares", text)
     assert listed is not None
     assert listed.group(1) == ", ".join(stages())
+
+
+def test_the_migration_table_gives_each_declared_stage_its_keys() -> None:
+    page = (DOCS / "migrating-from-grain.md").read_text()
+    section = page[page.index("The Grain states read, stage by stage:") :]
+    table = section[: section.index("\n\n", section.index("| ---"))].splitlines()
+    for kind in stage_kinds():
+        keys = kind.grain_keys
+        if keys is None:
+            continue
+        for name in keys.stage.split(" and "):
+            shown = f"`{name.removeprefix('IterDataset.')}`"
+            rows = [line for line in table if shown in line.split(" | ")[0]]
+            assert rows, f"docs/migrating-from-grain.md has no row for {shown}"
+            row = rows[0]
+            missing = [key for key in keys.names() if f'"{key}"' not in row]
+            assert not missing, f"the row of {shown} lacks the keys {missing}: {row}"

@@ -35,7 +35,7 @@ class GrainKeys:
         >>> keys = GrainKeys("LimitIterDataset", Taken, (("count_elements_read", "taken"),))
         >>> keys.build({"taken": 3, "parent": None})
         Taken(taken=3, parent=None)
-        >>> keys.keys()
+        >>> keys.names()
         ('parent', 'count_elements_read')
     """
 
@@ -48,7 +48,7 @@ class GrainKeys:
         """The record of these fields (the parent's under `parent`)."""
         return self.record(**fields)
 
-    def keys(self) -> tuple[str, ...]:
+    def names(self) -> tuple[str, ...]:
         """Grain's keys of the stage's state, the parent's first."""
         parent = () if self.parent is None else (self.parent,)
         return (*parent, *(key for key, _ in self.counters))
