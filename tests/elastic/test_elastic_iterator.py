@@ -127,12 +127,6 @@ def test_a_map_dataset_with_logical_shards_reads_it_in_order() -> None:
     assert batches[0][:2] == [ds[0], ds[4]]
 
 
-def test_a_map_dataset_with_a_filter_is_refused_as_in_grain() -> None:
-    ds = grain.MapDataset.range(10).filter(lambda x: x % 2)
-    with pytest.raises(ValueError, match=r"does not support `filter`.*num_logical_shards"):
-        ElasticIterator(ds, 2, grain.ShardOptions(0, 1))
-
-
 def test_bad_arguments_name_the_value() -> None:
     with pytest.raises(ValueError, match="Global batch size 5 is not divisible by shard count 2"):
         ElasticIterator(grain.MapDataset.range(10), 5, grain.ShardOptions(0, 2))

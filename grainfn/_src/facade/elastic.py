@@ -20,14 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grainfn._src.core import validate
-from grainfn._src.core.dataset import upstream_holes
 from grainfn._src.core.filter_check import with_options_applied
 from grainfn._src.core.instrument import instrumented
 from grainfn._src.core.iterator import StreamIterator
-from grainfn._src.core.state import is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.elastic import states
+from grainfn._src.elastic.global_index import GlobalIndexBatches
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.stream import host_stream, with_workers
 from grainfn._src.facade.config import config
@@ -35,8 +33,6 @@ from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map
 from grainfn._src.facade.iterator import CheckpointableIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.loader.sharding import ShardOptions
-
-_GLOBAL_NEXT_INDEX = "global_next_index"
 
 
 class ElasticIterator(IterDataset[Any]):
@@ -214,7 +210,7 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
 
 
 class _GrainElasticIterator(CheckpointableIterator[Any]):
-    """Grain's elastic MapDataset iterator: every `shard_count`-th position from the global one."""
+    """Grain's elastic MapDataset iterator: the core's `GlobalIndexBatches`, wrapped."""
 
     def __init__(
         self,
@@ -224,80 +220,44 @@ class _GrainElasticIterator(CheckpointableIterator[Any]):
         read_options: ReadOptions | None,
         workers: MultiprocessingOptions | None,
     ) -> None:
-        if (found := upstream_holes(map_core(ds, "ElasticIterator"))) is not None:
-            raise ValueError(
-                "ElasticIterator does not support `filter` over a MapDataset "
-                f"({found.describe_stage()} leaves holes), as in Grain. Pass "
-                "ds.to_iter_dataset() with num_logical_shards= to filter elastically."
+        reading = ReadOptions() if read_options is None else read_options
+        if not isinstance(reading, ReadOptions):
+            raise TypeError(f"read_options must be a grainfn.ReadOptions, got {reading!r}.")
+        if workers is not None and not isinstance(workers, MultiprocessingOptions):
+            raise TypeError(
+                "multiprocessing_options must be a grainfn.MultiprocessingOptions, got "
+                f"{workers!r}."
             )
-        size = validate.check_positive_int(global_batch_size, "global_batch_size")
-        if size % shard_options.shard_count:
-            raise ValueError(
-                f"Global batch size {size} is not divisible by shard count "
-                f"{shard_options.shard_count}: each host reads an equal part of every batch."
-            )
-        self._ds, self._shard_options = ds, shard_options
-        self._global_batch_size = global_batch_size
-        self._read_options, self._workers = read_options, workers
-        self._next_index = 0
-        self._iterator: Any = None
-
-    def _open(self) -> Any:
-        options = self._shard_options
-        start = self._next_index + options.shard_index
-        host_batch = self._global_batch_size // options.shard_count
-        ds = self._ds[start :: options.shard_count].batch(host_batch, drop_remainder=True)
-        it = ds.to_iter_dataset(self._read_options)
-        if self._workers is not None:
-            it = it.mp_prefetch(self._workers)
-        return iter(it)
+        self._core = GlobalIndexBatches(
+            map_core(ds, "ElasticIterator"),
+            global_batch_size,
+            shard_options.shard_index,
+            shard_options.shard_count,
+            threads=reading.threads,
+            buffer=reading.buffer,
+            workers=None if workers is None else workers.num_workers,
+            worker_options=None if workers is None else workers.prefetch_arguments(),
+            instruments=config.instruments,
+        )
 
     def __next__(self) -> Any:
-        if self._iterator is None:
-            self._iterator = self._open()
-        batch = next(self._iterator)
-        self._next_index += self._global_batch_size
-        return batch
+        return next(self._core)
 
     def get_state(self) -> dict[str, Any]:
         """`{"global_next_index": n}`: the same on every host, as in Grain."""
-        return {_GLOBAL_NEXT_INDEX: self._next_index}
+        return self._core.get_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Continues at the state's global position (any host count)."""
-        if not isinstance(state, dict) or _GLOBAL_NEXT_INDEX not in state:
-            raise ValueError(
-                f"An ElasticIterator over a MapDataset takes a state {{{_GLOBAL_NEXT_INDEX!r}: n}}"
-                f", got {validate.short_repr(state)}."
-            )
-        index = state[_GLOBAL_NEXT_INDEX]
-        if not is_saved_count(index):
-            got = validate.short_repr(index)
-            raise ValueError(f"{_GLOBAL_NEXT_INDEX} must be an integer >= 0, got {got}.")
-        self.close()
-        self._next_index = index
+        self._core.set_state(state)
 
     def set_state_from_files(self, saved: Sequence[Any]) -> None:
         """Continues from the process files of a save by any number of hosts (all alike)."""
-        first = saved[0]
-        for other in saved[1:]:
-            if other.data != first.data:
-                raise ValueError(
-                    f"State files {first.path} and {other.path} differ ({first.data} and "
-                    f"{other.data}): every host of an elastic MapDataset iterator saves the same "
-                    "state, so they are not one checkpoint."
-                )
-        self.set_state(first.data)
+        self._core.set_state_from_files([(f.path, f.data) for f in saved])
 
     def close(self) -> None:
         """Stops the current reader's threads and worker processes."""
-        if self._iterator is not None:
-            self._iterator.close()
-            self._iterator = None
+        self._core.close()
 
     def __repr__(self) -> str:
-        options = self._shard_options
-        return (
-            f"global_next_index={self._next_index}, host {options.shard_index} of "
-            f"{options.shard_count}, global_batch_size={self._global_batch_size}"
-        )
+        return repr(self._core)
