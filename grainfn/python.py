@@ -8,10 +8,10 @@ from typing import Any
 
 from grainfn import experimental
 from grainfn._src.facade.config import config
-from grainfn._src.facade.datasets import IterDataset, MapDataset
-from grainfn._src.facade.iterator import DatasetIterator
-from grainfn._src.facade.loader import DataLoader, load
-from grainfn._src.facade.loader import DataLoaderIterator as PyGrainDatasetIterator
+from grainfn._src.facade.data_loader import DataLoader
+from grainfn._src.facade.data_loader import DataLoaderIterator as PyGrainDatasetIterator
+from grainfn._src.facade.dataset import DatasetIterator, IterDataset, MapDataset
+from grainfn._src.facade.load import load
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.formats.shared_array import SharedMemoryArray

@@ -1,6 +1,6 @@
 """The Grain API surface: iterators, flat_map and experimental names, legacy names.
 
-MapDataset and IterDataset themselves are tested in test_datasets.py.
+MapDataset and IterDataset themselves are tested in test_dataset.py.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from hypothesis import given, note, settings
 import grainfn
 from grainfn import fn
 from grainfn._src.core.rebuild import with_parents
-from grainfn._src.facade.datasets import IterDataset, MapDataset
+from grainfn._src.facade.dataset import IterDataset, MapDataset
 from grainfn._src.stages.batch import BatchedDataset, BatchedStream
 from grainfn.testing import assert_elements_equal
 

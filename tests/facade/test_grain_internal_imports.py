@@ -424,7 +424,7 @@ CLIENT_IMPORTS = {
         "from grain.experimental import FlatMapTransform, TFRecordIterDataset",
         {
             "_TFRecordReader": "grainfn._src.formats.tfrecord_reader.TFRecordReader",
-            "_TFRecordDatasetIterator": "grainfn._src.facade.formats.TFRecordFileIterator",
+            "_TFRecordDatasetIterator": "grainfn._src.facade.tfrecord_dataset.TFRecordFileIterator",
             "TFRecordIterDataset": "grainfn.experimental.TFRecordIterDataset",
             "grain.DatasetIterator": "grainfn.DatasetIterator",
         },
@@ -480,7 +480,7 @@ CLIENT_IMPORTS = {
 CHECK = textwrap.dedent(
     """
     import grainfn, grainfn.experimental, grainfn.checkpoint
-    import grainfn._src.formats.tfrecord_reader, grainfn._src.facade.formats
+    import grainfn._src.formats.tfrecord_reader, grainfn._src.facade.tfrecord_dataset
     import grainfn._src.facade.options
 
     def value(expression, names):

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.facade.concat_then_split import BOSHandling, ConcatThenSplitIterDataset
+from grainfn._src.facade.packing_concat_then_split import BOSHandling, ConcatThenSplitIterDataset
 from grainfn._src.packing.concat_then_split import concat_then_split
 from grainfn.testing import assert_deterministic, assert_elements_equal, assert_resumable
 

@@ -11,9 +11,8 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from grainfn._src.facade.datasets import IterDataset, MapDataset
-from grainfn._src.facade.iterator import DatasetIterator
-from grainfn._src.facade.loader import DataLoader, DataLoaderIterator
+from grainfn._src.facade.data_loader import DataLoader, DataLoaderIterator
+from grainfn._src.facade.dataset import DatasetIterator, IterDataset, MapDataset
 from grainfn._src.inspect import graph, stats, tree, view
 from grainfn._src.inspect import trace as tracing
 

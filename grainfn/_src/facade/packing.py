@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.datasets import IterDataset, iter_core
+from grainfn._src.facade.dataset import IterDataset, iter_core
 from grainfn._src.packing import PackOptions, best_fit_pack, first_fit_pack
 
 if TYPE_CHECKING:  # Unpack is in typing from Python 3.11 on

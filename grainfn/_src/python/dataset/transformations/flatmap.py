@@ -2,9 +2,9 @@
 
 axlearn (its `map_over_dataset`) builds `flatmap.FlatMapMapDataset(parent=ds, transform=t)`
 from this path. `FlatMapMapDataset` and `FlatMapIterDataset` are grainfn's own,
-from `grainfn._src.facade.experimental` (`grainfn.experimental`).
+from `grainfn._src.facade.flatmap` (`grainfn.experimental`).
 """
 
-from grainfn._src.facade.experimental import FlatMapIterDataset, FlatMapMapDataset
+from grainfn._src.facade.flatmap import FlatMapIterDataset, FlatMapMapDataset
 
 __all__ = ["FlatMapIterDataset", "FlatMapMapDataset"]

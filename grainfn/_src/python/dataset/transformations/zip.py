@@ -1,9 +1,9 @@
 """Grain's internal `grain._src.python.dataset.transformations.zip`, for its importers.
 
 Code imports `ZipIterDataset` from this path. `ZipIterDataset` and `ZipMapDataset` are
-grainfn's own, from `grainfn._src.facade.combining` (`grainfn.experimental`).
+grainfn's own, from `grainfn._src.facade.zip` (`grainfn.experimental`).
 """
 
-from grainfn._src.facade.combining import ZipIterDataset, ZipMapDataset
+from grainfn._src.facade.zip import ZipIterDataset, ZipMapDataset
 
 __all__ = ["ZipIterDataset", "ZipMapDataset"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.facade.datasets import IterDataset, iter_core
+from grainfn._src.facade.dataset import IterDataset, iter_core
 from grainfn._src.packing.concat_then_split import concat_then_split
 
 

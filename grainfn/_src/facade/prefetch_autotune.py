@@ -22,7 +22,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core
+from grainfn._src.facade.dataset import IterDataset, MapDataset, iter_core
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 
 _logger = logging.getLogger("grainfn")

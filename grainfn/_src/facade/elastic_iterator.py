@@ -29,8 +29,13 @@ from grainfn._src.elastic.global_index import GlobalIndexBatches
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.stream import host_stream, with_workers
 from grainfn._src.facade.config import config
-from grainfn._src.facade.datasets import IterDataset, MapDataset, iter_core, map_core
-from grainfn._src.facade.iterator import CheckpointableIterator
+from grainfn._src.facade.dataset import (
+    CheckpointableIterator,
+    IterDataset,
+    MapDataset,
+    iter_core,
+    map_core,
+)
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.loader.sharding import ShardOptions
 

@@ -1,4 +1,4 @@
-"""Grain's DataLoader, its iterator and `load`: thin wrappers over `loader_stream`."""
+"""Grain's `data_loader` module: DataLoader and its iterator, thin wrappers over `loader_stream`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from grainfn._src.core import validate
 from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.iterator import CheckpointableIterator, DatasetIterator
+from grainfn._src.facade.dataset import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, determine_worker_count
 from grainfn._src.loader.pipeline import (
     check_operation,
@@ -19,11 +19,9 @@ from grainfn._src.loader.pipeline import (
     is_operation,
     loader_stream,
 )
-from grainfn._src.loader.samplers import IndexSampler
-from grainfn._src.loader.sharding import NoSharding, ShardOptions, check_shard_options
+from grainfn._src.loader.sharding import ShardOptions, check_shard_options
 from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.stages.sources import check_source
-from grainfn._src.transforms import Batch
 
 LOADER_FIELDS = ("sampler", "data_source")
 """The fields of a DataLoader state that name the loader, besides the pipeline."""
@@ -322,46 +320,6 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
 
     def __repr__(self) -> str:
         return f"DataLoaderIterator(state={self.get_state().decode()})"
-
-
-def load(
-    source: Any,
-    *,
-    num_epochs: int | None = None,
-    shuffle: bool = False,
-    seed: int | None = None,
-    shard_options: ShardOptions | None = None,
-    transformations: Sequence[Any] = (),
-    batch_size: int | None = None,
-    drop_remainder: bool = False,
-    worker_count: int | None = 0,
-    read_options: ReadOptions | None = None,
-) -> DataLoader:
-    """A DataLoader over `source` with an IndexSampler: Grain's one-call `load`.
-
-    Examples:
-        >>> import grainfn as grain
-        >>> loader = grain.load(list(range(6)), num_epochs=1, batch_size=4)
-        >>> [batch.tolist() for batch in loader]
-        [[0, 1, 2, 3], [4, 5]]
-    """
-    sampler = IndexSampler(
-        num_records=len(check_source(source)),
-        shard_options=shard_options or NoSharding(),
-        shuffle=shuffle,
-        num_epochs=num_epochs,
-        seed=seed,
-    )
-    steps = list(transformations) if isinstance(transformations, Sequence) else [transformations]
-    if batch_size is not None:
-        steps.append(Batch(batch_size, drop_remainder=drop_remainder))
-    return DataLoader(
-        data_source=source,
-        sampler=sampler,
-        operations=steps,
-        worker_count=worker_count,
-        read_options=read_options,
-    )
 
 
 def source_repr(source: Any) -> str:

@@ -1,9 +1,4 @@
-"""RngPool against Grain 0.2.18: the same draws for the same seed, index and op seed.
-
-(pick_performance_config's tests are in tests/facade/test_performance.py and
-device_put's in tests/facade/test_threads.py; RngPool belongs to the facade's
-experimental module.)
-"""
+"""RngPool against Grain 0.2.18: the same draws for the same seed, index and op seed."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import grainfn as grain
-from grainfn._src.facade.concat_then_split import BOSHandling, ConcatThenSplitIterDataset
+from grainfn._src.facade.packing_concat_then_split import BOSHandling, ConcatThenSplitIterDataset
 from grainfn.testing import assert_elements_equal
 
 

@@ -1,13 +1,14 @@
-"""Grain's thread-prefetch names that take an iterator or cut a dataset for threads.
+"""Grain's `prefetch` transformation: read-ahead by threads, of a dataset or an iterator.
 
-`ThreadPrefetchDatasetIterator` reads an iterator ahead in a background
-thread: a grainfn iterator through the core's `thread_prefetch` (its states
-come from the stream), any other through the core's `IteratorReadAhead`, over
-the iterator as it stands, taking the parent's `get_state()` after each
-element. `multithread_prefetch` cuts a pipeline into one logical shard per
-thread (`grainfn._src.elastic.shards`) and interleaves them, as Grain does.
-It is built from the core's `thread_prefetch`, `logical_shard` and
-`interleave`.
+`ThreadPrefetchIterDataset` reads a dataset ahead with the core's
+`thread_prefetch`. `ThreadPrefetchDatasetIterator` reads an iterator ahead in
+a background thread: a grainfn iterator through the core's `thread_prefetch`
+(its states come from the stream), any other through the core's
+`IteratorReadAhead`, over the iterator as it stands, taking the parent's
+`get_state()` after each element. `multithread_prefetch` cuts a pipeline into
+one logical shard per thread (`grainfn._src.elastic.shards`) and interleaves
+them, as Grain does. It is built from the core's `thread_prefetch`,
+`logical_shard` and `interleave`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,31 @@ from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
-from grainfn._src.device.put import check_device, host_thread_buffer, put_on_device
 from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.facade.config import config
-from grainfn._src.facade.datasets import IterDataset, iter_core
-from grainfn._src.facade.iterator import DatasetIterator
+from grainfn._src.facade.dataset import DatasetIterator, IterDataset, iter_core
 from grainfn._src.stages.thread_prefetch import IteratorReadAhead
 
 T = TypeVar("T")
+
+
+class ThreadPrefetchIterDataset(IterDataset[T]):
+    """`parent` read ahead by a background thread into a queue of `prefetch_buffer_size`.
+
+    The elements and the states are `parent`'s own (a state restores with or
+    without it); 0 turns read-ahead off.
+
+    Examples:
+        >>> import grainfn as grain
+        >>> ds = grain.MapDataset.range(5).to_iter_dataset().map(lambda x: x + 1)
+        >>> list(ThreadPrefetchIterDataset(ds, prefetch_buffer_size=2))
+        [1, 2, 3, 4, 5]
+    """
+
+    def __init__(self, parent: IterDataset[T], *, prefetch_buffer_size: int) -> None:
+        super().__init__(parent)
+        stream = iter_core(parent, "ThreadPrefetchIterDataset")
+        self._core = fn.thread_prefetch(prefetch_buffer_size, stream)
 
 
 class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
@@ -177,49 +195,3 @@ def multithread_prefetch(
         for i in range(threads)
     ]
     return ds._rewrap(fn.interleave(threads, shards))
-
-
-def device_put(
-    ds: IterDataset[T], device: Any, *, cpu_buffer_size: int = 4, device_buffer_size: int = 2
-) -> IterDataset[T]:
-    """`ds` moved to `device` (as `jax.device_put` takes it), read ahead on both sides.
-
-    Built on `grainfn.fn.put_on_device`: each element is handed to
-    `jax.device_put` in the consumer's thread, `device_buffer_size` elements
-    ahead of the one returned, so that their copies run while the consumer's
-    step does. A host thread reads ahead only where it pays: for a device off
-    the host's CPU. The states are `ds`'s own: a state saved here restores
-    `ds` without `device_put`, and the other way round.
-
-    Args:
-        ds: The dataset to read.
-        device: Where the elements go, as `jax.device_put` takes it: a
-            `jax.Device`, a `Sharding`, or a pytree of them.
-        cpu_buffer_size: Elements a background thread reads ahead on the host
-            (`thread_prefetch`) for an accelerator; 0: no thread. For a CPU
-            device no thread is started (see
-            `grainfn._src.device.put.host_thread_buffer`): there it costs more
-            than it gives, and the elements are read in the consumer's thread.
-        device_buffer_size: Elements handed to `jax.device_put` ahead of the
-            one returned (`put_on_device`'s `ahead`); 0 puts each when asked.
-
-    Returns:
-        `ds` with its elements as jax arrays on `device`.
-
-    Examples:
-        >>> import jax
-        >>> import grainfn as grain
-        >>> ds = grain.MapDataset.range(3).to_iter_dataset()
-        >>> it = iter(device_put(ds, jax.devices()[0]))
-        >>> int(next(it))
-        0
-        >>> plain = iter(ds)
-        >>> plain.set_state(it.get_state())  # the states are ds's own
-        >>> list(plain), [int(x) for x in it]
-        ([1, 2], [1, 2])
-    """
-    cpu = validate.check_nonnegative_int(cpu_buffer_size, "cpu_buffer_size")
-    ahead = validate.check_nonnegative_int(device_buffer_size, "device_buffer_size")
-    stream = iter_core(ds, "device_put")
-    stream = fn.thread_prefetch(host_thread_buffer(check_device(device), cpu), stream)
-    return ds._rewrap(put_on_device(device, stream, ahead=ahead))

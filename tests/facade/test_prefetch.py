@@ -1,4 +1,4 @@
-"""multithread_prefetch, ThreadPrefetchDatasetIterator and device_put against Grain 0.2.18.
+"""multithread_prefetch and ThreadPrefetchDatasetIterator against Grain 0.2.18.
 
 `ThreadPrefetchDatasetIterator` reads any iterator ahead: a grainfn one
 through the core's stream, any other (a user's checkpointable iterator,
@@ -9,8 +9,9 @@ the MapDataset under `to_iter_dataset`, or, with `sequential_slice`, contiguous
 parts of its sources) and interleaves the shards: the order depends on the
 number of threads, and must be Grain's for every count.
 
-`device_put` reads ahead on the host and on the device; its elements are
-Grain's, as device arrays, and its states are the pipeline's.
+The read-ahead of an iterator itself (`IteratorReadAhead`) is tested in
+tests/stages/test_thread_prefetch.py; ThreadPrefetchIterDataset's Grain test is
+there too.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import threading
 from typing import Any
 
 import grain
-import jax
-import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
@@ -251,28 +250,3 @@ def test_a_list_or_a_negative_buffer_is_refused() -> None:
         grainfn.experimental.ThreadPrefetchDatasetIterator(
             iter(grainfn.MapDataset.range(3).to_iter_dataset()), -1
         )
-
-
-def test_device_put_gives_grains_elements_as_device_arrays() -> None:
-    device = jax.devices()[0]
-    outputs = []
-    for module in (grain, grainfn):
-        ds = module.MapDataset.range(8).seed(3).shuffle().map(lambda x: np.arange(3) * x)
-        put = module.experimental.device_put(
-            ds.to_iter_dataset(), device, cpu_buffer_size=2, device_buffer_size=1
-        )
-        elements = list(put)
-        assert all(isinstance(e, jax.Array) and e.devices() == {device} for e in elements)
-        outputs.append([np.asarray(e).tolist() for e in elements])
-    assert outputs[1] == outputs[0]
-
-
-def test_device_put_keeps_the_pipelines_states() -> None:
-    ds = grainfn.MapDataset.range(10).to_iter_dataset().map(lambda x: x * 3)
-    it = iter(grainfn.experimental.device_put(ds, jax.devices()[0]))
-    [next(it) for _ in range(4)]
-    state = it.get_state()
-    rest = [int(x) for x in it]
-    plain = iter(ds)
-    plain.set_state(state)
-    assert list(plain) == rest == [12, 15, 18, 21, 24, 27]
