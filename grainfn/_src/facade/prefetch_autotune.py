@@ -1,34 +1,19 @@
-"""Grain's `pick_performance_config`: workers and read-ahead sized from a RAM budget.
+"""Grain's `prefetch_autotune` module: `pick_performance_config` and its `PerformanceConfig`.
 
-The rule is Grain's: the average size of a few elements decides how many
-fit in the budget. Worker processes each hold about one element of the whole
-pipeline; the read-ahead buffers of the MapDatasets under `to_iter_dataset`
-share the budget between them.
+The sizing is the core's (`grainfn._src.parallel.sizing`, Grain's rule): the
+average size of a few elements decides how many fit in a RAM budget. Here the
+sizes become Grain's options.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import itertools
-import logging
-import math
-import sys
 from typing import Any
 
-import numpy as np
-
 from grainfn._src.core import validate
-from grainfn._src.core.iterator import StreamIterator
-from grainfn._src.core.reading import FromDatasetStream
-from grainfn._src.core.stream import Stream
-from grainfn._src.facade.dataset import IterDataset, MapDataset, iter_core
+from grainfn._src.facade.dataset import IterDataset, MapDataset
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
-
-_logger = logging.getLogger("grainfn")
-
-DEFAULT_MAX_BUFFER = 1000
-"""The read-ahead buffer when neither the budget nor `max_buffer_size` limits it."""
+from grainfn._src.parallel.sizing import sizes_for_budget
 
 
 @dataclasses.dataclass(slots=True)
@@ -42,22 +27,6 @@ class PerformanceConfig:
 
     multiprocessing_options: MultiprocessingOptions | None = None
     read_options: ReadOptions | None = None
-
-
-def element_bytes(element: Any) -> int:
-    """The bytes an element holds: arrays by `nbytes`, containers by their items.
-
-    Examples:
-        >>> element_bytes({"x": np.zeros(4, np.float32), "y": [np.zeros(2, np.int64)]})
-        32
-    """
-    if isinstance(element, dict):
-        return sum(element_bytes(value) for value in element.values())
-    if isinstance(element, (list, tuple)):
-        return sum(element_bytes(item) for item in element)
-    if isinstance(element, np.ndarray):
-        return int(element.nbytes)
-    return sys.getsizeof(element)
 
 
 def pick_performance_config(
@@ -79,6 +48,7 @@ def pick_performance_config(
     are sized from its own elements, and the buffer is the maximum.
 
     Examples:
+        >>> import numpy as np
         >>> import grainfn as grain
         >>> ds = grain.MapDataset.range(100).map(lambda x: np.zeros(1024 * 1024 // 8))
         >>> config = pick_performance_config(
@@ -91,65 +61,19 @@ def pick_performance_config(
             "pick_performance_config needs ram_budget_mb, the megabytes the prefetched "
             "elements may take; got None."
         )
-    budget = validate.check_positive_int(ram_budget_mb, "ram_budget_mb")
-    samples = validate.check_positive_int(samples_to_check, "samples_to_check")
-    if max_workers is not None:
-        validate.check_nonnegative_int(max_workers, "max_workers")
-    if max_buffer_size is not None:
-        validate.check_nonnegative_int(max_buffer_size, "max_buffer_size")
-    workers = available_cores() if max_workers is None else max_workers
     if not isinstance(ds, (MapDataset, IterDataset)):
         raise TypeError(
             "pick_performance_config takes an IterDataset or a MapDataset, got "
             f"{validate.short_repr(ds)} of type {type(ds).__name__}."
         )
-    if isinstance(ds, MapDataset):
-        stream: Stream[Any] = FromDatasetStream(ds.core)
-        leaves = []  # no to_iter_dataset, so no read-ahead buffer to size
-    else:
-        stream = iter_core(ds, "pick_performance_config")
-        leaves = _read_streams(stream)
-    element_mb = _average_mb([stream], samples)
-    num_workers = workers if element_mb <= 0 else min(int(budget / element_mb), workers)
-    buffer_cap = DEFAULT_MAX_BUFFER if max_buffer_size is None else max_buffer_size
-    leaf_mb = _average_mb(leaves, samples)
-    fitting = buffer_cap if leaf_mb <= 0 else int(budget / (leaf_mb * len(leaves)))
-    buffer = min(fitting, buffer_cap)
-    return PerformanceConfig(
-        MultiprocessingOptions(num_workers=num_workers), ReadOptions(prefetch_buffer_size=buffer)
+    sizes = sizes_for_budget(
+        ds.core,
+        ram_budget_mb,
+        max_workers=available_cores() if max_workers is None else max_workers,
+        max_buffer_size=max_buffer_size,
+        samples=samples_to_check,
     )
-
-
-def _average_mb(streams: list[Stream[Any]], samples: int) -> float:
-    """The average megabytes of the first elements of `streams` (0 if too few to tell)."""
-    if not streams:
-        return 0.0
-    each = math.ceil(samples / len(streams))
-    found: list[Any] = []
-    for stream in streams:
-        with contextlib.closing(StreamIterator(stream)) as elements:
-            found += itertools.islice(elements, each)
-    if len(found) < samples:
-        _logger.warning(
-            "pick_performance_config: %d of %d elements to measure; taking the maxima.",
-            len(found),
-            samples,
-        )
-        return 0.0
-    return float(np.mean([element_bytes(e) for e in found])) / (1024 * 1024)
-
-
-def _read_streams(stream: Stream[Any]) -> list[Stream[Any]]:
-    """The MapDatasets the pipeline reads with `to_iter_dataset`, each read on its own."""
-    found: list[Stream[Any]] = []
-
-    def visit(node: Any) -> None:
-        if isinstance(node, FromDatasetStream):
-            found.append(FromDatasetStream(node.dataset))
-            return
-        if isinstance(node, Stream):
-            for parent in node.parents:
-                visit(parent)
-
-    visit(stream)
-    return found
+    return PerformanceConfig(
+        MultiprocessingOptions(num_workers=sizes.num_workers),
+        ReadOptions(prefetch_buffer_size=sizes.buffer_size),
+    )
