@@ -4,15 +4,17 @@ Two modes, chosen by what is passed:
 
 - a MapDataset, without `num_logical_shards`: Grain's own behaviour and state
   (`{"global_next_index": n}`): host `h` of `H` reads every `H`-th position from
-  the global position reached, batched by `global_batch_size // H`;
+  the global position reached, batched by `global_batch_size // H`
+  (`grainfn._src.elastic.global_index`);
 - an IterDataset, or `num_logical_shards=`: grainfn's logical shards
-  (`grainfn._src.elastic`), for any pipeline (filter, mix, packing,
+  (`grainfn._src.elastic.logical_batches`), for any pipeline (filter, mix, packing,
   `mp_prefetch`); the rows of host `h` are its contiguous slice of each global
   batch, and the global batches are the same for every host count that
   divides `num_logical_shards`.
 
 Either iterator restores, through `grainfn.checkpoint.CheckpointRestore`, from
-a checkpoint written by any number of processes.
+a checkpoint written by any number of processes. Both are the core's; the
+classes here turn Grain's options into the core's arguments and wrap them.
 """
 
 from __future__ import annotations
@@ -20,14 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grainfn._src.core.filter_check import with_options_applied
-from grainfn._src.core.instrument import instrumented
-from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic import states
 from grainfn._src.elastic.global_index import GlobalIndexBatches
 from grainfn._src.elastic.layout import Layout
-from grainfn._src.elastic.stream import host_stream, with_workers
+from grainfn._src.elastic.logical_batches import LogicalShardBatches
 from grainfn._src.facade.config import config
 from grainfn._src.facade.dataset import (
     CheckpointableIterator,
@@ -123,11 +121,12 @@ class ElasticIterator(IterDataset[Any]):
 
 
 class ElasticDatasetIterator(CheckpointableIterator[Any]):
-    """This host's rows of each global batch, cut from logical shards of a stream pipeline.
+    """This host's rows of each global batch, cut from logical shards: the core's, wrapped.
 
     `get_state()` holds the states of this host's logical shards; a restart
     with another host count gathers them from every process's file
-    (`set_state_from_files`, which `CheckpointRestore` calls).
+    (`set_state_from_files`, which `CheckpointRestore` calls). See
+    `grainfn._src.elastic.logical_batches.LogicalShardBatches`.
     """
 
     def __init__(
@@ -138,41 +137,29 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
         multiprocessing_options: MultiprocessingOptions | None,
         num_logical_shards: int | None,
     ) -> None:
-        self._stream = with_options_applied(stream)  # the filter check, as any Grain iterator
-        self._workers = multiprocessing_options
-        self._requested = num_logical_shards
-        self._shard_options = shard_options
-        self._global_batch_size = global_batch_size
-        count = shard_options.shard_count if num_logical_shards is None else num_logical_shards
-        # The layout is checked now, so a bad one is refused at construction.
-        self._host, self._codec = self._host_stream(count)
-        self._core = StreamIterator(self._host)
-
-    def _host_stream(self, num_logical_shards: int) -> tuple[Stream[Any], states.ElasticCodec]:
-        """This host's stream for `num_logical_shards`, and the codec of its states."""
-        options = self._shard_options
-        layout = Layout(
-            self._global_batch_size, num_logical_shards, options.shard_index, options.shard_count
+        workers = multiprocessing_options
+        self._core = LogicalShardBatches(
+            stream,
+            global_batch_size,
+            shard_options.shard_index,
+            shard_options.shard_count,
+            num_logical_shards=num_logical_shards,
+            workers=None if workers is None else workers.num_workers,
+            worker_options=None if workers is None else workers.prefetch_arguments(),
+            instruments=config.instruments,
         )
-        host = host_stream(self._stream, layout)
-        if self._workers is not None:
-            host = with_workers(
-                host, self._workers.num_workers, **self._workers.prefetch_arguments()
-            )
-        # Timing and the pipeline graph go around the host stream: the same states.
-        return instrumented(host, config.instruments), states.ElasticCodec(host)
 
     @property
     def layout(self) -> Layout:
         """The logical shards, global batch, and this host's part."""
-        return self._codec.layout
+        return self._core.layout
 
     def __next__(self) -> Any:
-        return self._core.next_element()
+        return next(self._core)
 
     def get_state(self) -> dict[str, Any]:
         """The states of this host's logical shards after the last batch returned."""
-        return self._codec.encode(self._core.state)
+        return self._core.get_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Continues from an elastic state holding (at least) this host's logical shards.
@@ -183,19 +170,11 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
             ValueError: if the state was saved with another global batch size
                 or number of logical shards, or lacks one of this host's shards.
         """
-        states.check_form(state, "The state")
-        saved = state["num_logical_shards"]
-        host, codec = self._host, self._codec
-        if self._requested is None and saved != self.layout.num_logical_shards:
-            host, codec = self._host_stream(saved)
-        record = codec.decode(state)  # refused before anything changes
-        self._core.close()
-        self._host, self._codec = host, codec
-        self._core = StreamIterator(host, record)
+        self._core.set_state(state)
 
     def set_state_from_files(self, saved: Sequence[Any]) -> None:
         """Continues from the `StateFile`s of every process that saved, any process count."""
-        self.set_state(states.merge([(f.path, f.data) for f in saved]))
+        self._core.set_state_from_files([(f.path, f.data) for f in saved])
 
     def start_prefetch(self) -> None:
         """Starts the background reads now."""
@@ -206,12 +185,7 @@ class ElasticDatasetIterator(CheckpointableIterator[Any]):
         self._core.close()
 
     def __repr__(self) -> str:
-        layout = self.layout
-        return (
-            f"ElasticDatasetIterator(logical shards {list(layout.shards)} of "
-            f"{layout.num_logical_shards}, rows {layout.rows.start}:{layout.rows.stop} of "
-            f"{layout.global_batch_size})"
-        )
+        return f"ElasticDatasetIterator({self._core!r})"
 
 
 class _GrainElasticIterator(CheckpointableIterator[Any]):
