@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.stream import Stream
 from grainfn._src.facade.dataset import CheckpointableIterator, DatasetIterator
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, determine_worker_count
@@ -22,9 +21,6 @@ from grainfn._src.loader.pipeline import (
 from grainfn._src.loader.sharding import ShardOptions, check_shard_options
 from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.stages.sources import check_source
-
-LOADER_FIELDS = ("sampler", "data_source")
-"""The fields of a DataLoader state that name the loader, besides the pipeline."""
 
 
 class DataLoader:
@@ -258,57 +254,12 @@ class DataLoaderIterator(CheckpointableIterator[Any]):
                 (source, sampler or operations) or version; the message says
                 what differs.
         """
-        from grainfn._src.grain_states.decoding import looks_like_grain  # a small module
+        # Imported here: the formats a loader state comes in are told apart there.
+        from grainfn._src.grain_states.decoding import decode_loader_state
 
-        data = _parse_state(state)
-        if "parent" in data and looks_like_grain(data):  # Grain's loader over datasets
-            self._iterator.set_state(data)
-            return
-        if not any(field in data for field in (*LOADER_FIELDS, "state")):
-            raise ValueError(
-                f"This is not a DataLoader state: get_state() of a DataLoader iterator gives JSON "
-                f"with the fields {[*LOADER_FIELDS, 'state']} (and more); got fields "
-                f"{sorted(data)}."
-            )
-        workers = data.get("worker_count", 0)  # informative: any worker count restores it
-        if not is_saved_count(workers):
-            raise ValueError(
-                f"DataLoader state field 'worker_count' must be an integer >= 0, got "
-                f"{describe_value(workers)}."
-            )
-        written_by_grain = "last_seen_indices" in data
-        for field in LOADER_FIELDS:
-            if field not in data:
-                raise ValueError(f"DataLoader state is truncated: field {field!r} is missing.")
-            if data[field] != self._identity[field] and not (
-                written_by_grain and field == "data_source" and self._grain_names_source(data)
-            ):
-                raise ValueError(
-                    f"State belongs to another DataLoader: its {field} is {data[field]!r}, "
-                    f"this loader's is {self._identity[field]!r}."
-                )
-        if written_by_grain:
-            # Imported here: reading Grain's states is for runs moving from Grain, once.
-            from grainfn._src.grain_states.loaders import loader_from_grain
-
-            stream = self._iterator.core.stream
-            record = loader_from_grain(stream, data, self._loader.shard_options)
-            stream.check_state(record)
-            self._iterator.restart_at(record)
-            return
-        self._iterator.set_state(
-            {
-                key: value
-                for key, value in data.items()
-                if key not in (*LOADER_FIELDS, "worker_count")
-            }
-        )
-
-    def _grain_names_source(self, data: dict[str, Any]) -> bool:
-        """Whether Grain's name of its source in `data` names this loader's (its hash of paths)."""
-        from grainfn._src.grain_states.loaders import names_source
-
-        return names_source(data["data_source"], self._loader._data_source)
+        codec = self._iterator._codec
+        source, shard = self._loader._data_source, self._loader.shard_options
+        self._iterator.restart_at(decode_loader_state(codec, state, self._identity, source, shard))
 
     def start_prefetch(self) -> None:
         """Starts the background reads (and worker processes) now."""
@@ -353,19 +304,3 @@ def _shard_options(options: ShardOptions | None, sampler: Any) -> ShardOptions:
         "shard_options=grainfn.sharding.NoSharding() to read all the data, or "
         "ShardByJaxProcess() to split it between JAX processes."
     )
-
-
-def _parse_state(state: Any) -> dict[str, Any]:
-    if isinstance(state, dict):
-        return state
-    if not isinstance(state, (bytes, bytearray, str)):
-        raise TypeError(
-            f"DataLoader states are JSON bytes from get_state(), got {type(state).__name__}."
-        )
-    try:
-        data = json.loads(state)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"DataLoader state is not valid JSON ({error}).") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"DataLoader state must be a JSON object, got {type(data).__name__}.")
-    return data
