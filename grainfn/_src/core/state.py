@@ -140,7 +140,7 @@ def check_record(state: Any, expected: type[Any], stage: str, path: str) -> None
                 raise ValueError(
                     f"State field {where} must be a bool, got {describe_value(value)}."
                 )
-        elif isinstance(value, bool) or not _is_nonnegative_int(value):
+        elif (number := validate.integer_or_none(value)) is None or number < 0:
             raise ValueError(
                 f"State field {where} must be an integer >= 0, got {describe_value(value)}."
             )
@@ -309,13 +309,6 @@ def is_saved_count(value: Any, least: int = 0) -> TypeGuard[int]:
         (True, False, False, False)
     """
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _is_nonnegative_int(value: Any) -> bool:
-    try:
-        return operator.index(value) >= 0
-    except TypeError:
-        return False
 
 
 def describe_value(value: Any) -> str:
