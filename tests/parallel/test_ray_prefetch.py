@@ -8,6 +8,7 @@ happens to the actors and the nodes.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import gc
 import itertools
 import os
@@ -427,22 +428,41 @@ def test_packing_over_ray_reads_equal_reading_here(pools: dict[int, RayPool]) ->
     assert_same_steps(head + run(packed, head[-1][1]), want)
 
 
+def interrupt_until(stop: threading.Event) -> None:
+    """Interrupts the main thread every 0.2 s until `stop` is set."""
+    while not stop.wait(0.2):
+        _thread.interrupt_main()
+
+
+def stop_interrupting(stop: threading.Event, interrupter: threading.Thread) -> None:
+    """Stops `interrupt_until`, and takes here an interrupt it sent before it stopped."""
+    while interrupter.is_alive():
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.set()
+            interrupter.join()
+    with contextlib.suppress(KeyboardInterrupt):
+        time.sleep(0.05)  # a pending interrupt is raised at the next instruction: here
+
+
 def test_an_interrupt_while_waiting_loses_nothing_and_close_leaves_no_actor(
     cluster: Cluster,
 ) -> None:
-    stream = fn.from_dataset(fn.map(slow_square, fn.range(3000)))
+    stream = fn.from_dataset(fn.map(slow_square, fn.range(100_000)))
     pool = RayPool(2, num_cpus=0.25)
     iterator = fn.iterate(fn.ray_prefetch(pool, stream))
     got = [next(iterator) for _ in range(3)]
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
+    # Ctrl-C until one reaches the loop: a busy machine may delay one past many blocks, and
+    # Python drops one that lands in a finalizer (a Ray reference's __del__, say).
+    stop = threading.Event()
+    interrupter = threading.Thread(target=interrupt_until, args=(stop,), daemon=True)
+    interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            for _ in range(3000):  # interrupted while it waits for a block, or between blocks
+            for _ in range(100_000):  # interrupted while it waits for a block, or between blocks
                 got.append(next(iterator))
             time.sleep(60)  # at the latest, here
     finally:
-        timer.cancel()
+        stop_interrupting(stop, interrupter)
     got.extend(itertools.islice(iterator, 100))  # goes on where it stood
     assert got == [x * x for x in range(len(got))] and len(got) > 100
     actors = [slot.actor for slot in pool.slots]
