@@ -1,6 +1,7 @@
-"""The Grain API surface: iterators, flat_map and experimental names, legacy names.
+"""The Grain API surface: iterators, flat_map, legacy names.
 
-MapDataset and IterDataset themselves are tested in test_dataset.py.
+MapDataset and IterDataset themselves are tested in test_dataset.py; the experimental
+classes and functions each in the test file of their facade module (test_limit.py, ...).
 """
 
 from __future__ import annotations
@@ -100,29 +101,6 @@ def test_flat_map_matches_grain() -> None:
     grainfn.experimental.assert_equal_output_after_checkpoint(ours_it)
     with pytest.raises(ValueError, match="into 4 parts, more than max_fan_out=3"):
         grain.MapDataset.range(5).flat_map(lambda x: [x] * 4, max_fan_out=3)[3]
-
-
-def test_experimental_names_match_grain() -> None:
-    import grain as real
-
-    assert list(
-        grainfn.experimental.LimitIterDataset(grain.MapDataset.range(9).to_iter_dataset(), 4)
-    ) == [0, 1, 2, 3]
-    repeated = grainfn.experimental.RepeatIterDataset(
-        grain.MapDataset.range(3).to_iter_dataset(), num_epochs=2
-    )
-    assert list(repeated) == [0, 1, 2, 0, 1, 2]
-    # Not 2**k with even k >= 16: there Grain's block is a bit short (see docs/functional.md).
-    for max_index in (0, 9, 1000, 2**20 + 4):
-        for index in (0, max_index // 2, max_index):
-            assert grainfn.experimental.index_shuffle(
-                index, max_index=max_index, seed=11, rounds=4
-            ) == real.experimental.index_shuffle(index, max_index=max_index, seed=11, rounds=4)
-        assert grainfn.experimental.index_shuffle(
-            max_index, max_index=max_index, seed=11, rounds=8
-        ) == real.experimental.index_shuffle(max_index, max_index=max_index, seed=11, rounds=8)
-    with pytest.raises(ValueError, match="rounds=7"):
-        grainfn.experimental.index_shuffle(1, max_index=9, seed=1, rounds=7)
 
 
 def test_legacy_names_are_the_current_classes() -> None:

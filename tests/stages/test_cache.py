@@ -1,4 +1,7 @@
-"""fn.cache and grain.experimental.CacheIterDataset: the parent's elements and states, read once."""
+"""fn.cache: the parent's elements and states, read once.
+
+The facade's CacheIterDataset, against Grain's, is tested in tests/facade/test_cache.py.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import itertools
 import pickle
 from typing import Any
 
-import grain
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -64,33 +65,6 @@ def test_a_pipeline_with_a_cache_pickles_and_runs_under_workers() -> None:
     assert list(fn.iterate(copy)) == [0, 1, 2, 3]
     with_workers = fn.mp_prefetch(2, fn.repeat(2, stream))
     assert list(fn.iterate(with_workers)) == list(fn.iterate(fn.repeat(2, stream)))
-
-
-@pytest.mark.grain
-@pytest.mark.parametrize("epochs", [1, 3])
-def test_cache_then_repeat_equals_grain(epochs: int) -> None:
-    outputs = []
-    for module in (grain, grainfn):
-        ds = module.MapDataset.range(20).seed(2).shuffle().to_iter_dataset()
-        ds = module.experimental.CacheIterDataset(ds.filter(lambda x: x % 4 != 1))
-        ds = module.experimental.RepeatIterDataset(ds, num_epochs=epochs)
-        outputs.append(list(ds))
-    assert outputs[1] == outputs[0]
-
-
-@pytest.mark.grain
-def test_restoring_the_first_state_reads_from_the_cache_as_in_grain() -> None:
-    outputs = []
-    for module in (grain, grainfn):
-        ds = module.experimental.CacheIterDataset(
-            module.MapDataset.range(6).to_iter_dataset().map(lambda x: x + 1)
-        )
-        it = iter(ds)
-        start = it.get_state()
-        first = list(it)
-        it.set_state(start)
-        outputs.append((first, list(it)))
-    assert outputs[1] == outputs[0] == ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6])
 
 
 test_conforms = conformance.conforms(
