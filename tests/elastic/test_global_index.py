@@ -2,7 +2,7 @@
 
 The facade's `ElasticIterator` over a MapDataset wraps it; its Grain
 differential tests are in tests/differential/test_elastic_grain.py, its
-checkpoint files in test_elastic_iterator.py.
+checkpoint files in tests/facade/test_elastic_iterator.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """LogicalShardBatches: a host's batches of logical shards, restored on any host count.
 
 The facade's `ElasticIterator` over an IterDataset wraps it; its checkpoint
-files and Orbax restores are tested in test_elastic_iterator.py, the stream
+files and Orbax restores are tested in tests/facade/test_elastic_iterator.py, the stream
 itself in test_elastic_stream.py.
 """
 

@@ -1,7 +1,7 @@
 """grain.experimental.ElasticIterator: its two modes, its states, and Orbax checkpoints.
 
 The multi-process scenario (real `jax.distributed` processes, 4 -> 2 -> 1) is
-in test_multihost.py; here one process plays every host, which the state files
+in tests/elastic/test_multihost.py; here one process plays every host, which the state files
 allow, since a restore reads the files of all the processes that saved.
 """
 
