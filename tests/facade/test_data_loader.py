@@ -1,4 +1,8 @@
-"""grainfn's DataLoader: its own guarantees beyond matching Grain."""
+"""Grain's `data_loader` module's facade: DataLoader, its own guarantees beyond matching Grain.
+
+`load` is tested in test_load.py; the samplers, shard options and records it reads
+in tests/loader/.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import itertools
 import json
 import multiprocessing
 import os
-import pickle
 import signal
 import time
 from typing import Any
@@ -174,40 +177,6 @@ def test_operations_may_be_any_iterable_or_a_single_transformation() -> None:
     assert [b.tolist() for b in loader(batch)] == expected
     with pytest.raises(TypeError, match="DataLoader operations must be Map"):
         loader("batch")
-
-
-def test_load_batches_like_a_loader() -> None:
-    loader = grain.load(
-        list(range(10)), num_epochs=1, shuffle=True, seed=4, batch_size=4, drop_remainder=True
-    )
-    batches = list(loader)
-    assert [len(b) for b in batches] == [4, 4]
-    sampler = grain.IndexSampler(10, shuffle=True, num_epochs=1, seed=4)
-    assert np.concatenate(batches).tolist() == [sampler[g].record_key for g in range(8)]
-
-
-@pytest.mark.grain
-def test_load_equals_grains_load() -> None:
-    import grain as google_grain
-
-    def run(module: Any) -> list[Any]:
-        class Square(module.transforms.Map):
-            def map(self, x: int) -> int:
-                return x * x
-
-        shard = module.sharding.ShardOptions(1, 2, drop_remainder=True)
-        loader = module.load(
-            list(range(25)),
-            num_epochs=2,
-            shuffle=True,
-            seed=11,
-            shard_options=shard,
-            transformations=[Square()],
-            batch_size=3,
-        )
-        return list(loader)
-
-    assert_equal_lists(run(grain), run(google_grain))
 
 
 # --- Worker processes: the output and the states do not depend on their number -
@@ -377,84 +346,3 @@ def test_a_sampler_without_shard_options_needs_them_from_the_loader() -> None:
         data_source="abc", sampler=Custom(), shard_options=grain.sharding.NoSharding()
     )
     assert list(loader) == ["c", "b", "a"]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
-    [
-        ({"num_records": 0}, ValueError, "num_records must be a positive integer, got 0"),
-        ({"num_epochs": 0}, ValueError, "num_epochs must be a positive integer, got 0"),
-        ({"shuffle": True}, ValueError, r"shuffle=True\) needs a seed"),
-        ({"seed": -1}, ValueError, r"seed must be an integer in \[0, 2\*\*32\), got -1"),
-        ({"seed": 2**32}, ValueError, r"seed must be an integer in \[0, 2\*\*32\)"),
-        (
-            {"num_records": 2, "shard_options": grain.ShardOptions(2, 3)},
-            ValueError,
-            "Shard 2 of 3 gets no records of 2",
-        ),
-    ],
-)
-def test_bad_sampler_arguments(
-    kwargs: dict[str, Any], error: type[Exception], message: str
-) -> None:
-    with pytest.raises(error, match=message):
-        grain.IndexSampler(**{"num_records": 5, **kwargs})
-
-
-def test_sampler_index_out_of_range() -> None:
-    sampler = grain.IndexSampler(5, num_epochs=1)
-    assert sampler[4].record_key == 4
-    with pytest.raises(
-        IndexError, match=r"Sampler index 5 is out of range: valid indices are \[0, 5\)"
-    ):
-        sampler[5]
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ((3, 3), r"shard_index must be in \[0, shard_count\) = \[0, 3\), got 3"),
-        ((0, 0), "shard_count"),
-    ],
-)
-def test_bad_shard_options(args: tuple[int, int], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        grain.ShardOptions(*args)
-
-
-def test_shard_by_jax_process_in_one_process() -> None:
-    options = grain.ShardByJaxProcess(drop_remainder=True)
-    assert (options.shard_index, options.shard_count, options.drop_remainder) == (0, 1, True)
-
-
-def test_records_pickle_with_their_generator() -> None:
-    meta = grain.RecordMetadata(3, 4)
-    assert meta.rng is None
-    record = grain.Record(grain.python.RecordMetadata(1, 2), {"x": 1})
-    assert pickle.loads(pickle.dumps(record)).data == {"x": 1}
-    sampler = grain.IndexSampler(10, shuffle=True, num_epochs=1, seed=5)
-    original = sampler[3]
-    copied = pickle.loads(pickle.dumps(original))
-    assert copied.rng.random() == original.rng.random()
-
-
-@given(key=st.integers(0, 2**70))
-def test_the_records_generator_is_philox_with_the_key(key: int) -> None:
-    meta = grain.RecordMetadata.seeded(0, 0, key)
-    expected = np.random.Generator(np.random.Philox(key=key))
-    assert (
-        meta.rng.integers(1 << 62, size=4).tolist() == expected.integers(1 << 62, size=4).tolist()
-    )
-    assert meta.rng.random() == expected.random()
-
-
-def test_record_metadata_names_the_bit_generator_it_holds() -> None:
-    import grain
-
-    pcg = np.random.Generator(np.random.PCG64(1))
-    ours = grainfn.RecordMetadata(index=3, record_key=5, rng=pcg)
-    assert repr(ours) == "RecordMetadata(index=3, record_key=5, rng=Generator(PCG64))"
-    theirs = repr(grain.RecordMetadata(index=3, record_key=5, rng=pcg))
-    assert theirs.startswith("RecordMetadata(index=3, record_key=5, rng=Generator(PCG64) at ")
-    none = grainfn.RecordMetadata(index=3, record_key=5, rng=None)
-    assert repr(none) == repr(grain.RecordMetadata(index=3, record_key=5, rng=None))
