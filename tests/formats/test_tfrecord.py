@@ -1,23 +1,22 @@
-"""TFRecordIterDataset and the core TFRecord stream: framing, checksums, resuming, errors."""
+"""The core TFRecord stream, read through TFRecordIterDataset: framing, checksums, resuming, errors.
+
+The facade's own states (get_state, set_state, Orbax) are tested in
+tests/facade/test_tfrecord_dataset.py.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import cloudpickle
-import orbax.checkpoint as ocp
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import grainfn
-import grainfn.checkpoint
 from grainfn import fn
 from grainfn._src.formats.tfrecord import (
     TFRecordPosition,
@@ -113,24 +112,6 @@ def test_the_state_is_the_next_offset_and_resumes_at_every_record(records: list[
         )
 
 
-def test_resuming_does_not_read_the_records_before(tmp_path: Path) -> None:
-    records = [b"first", b"second", b"third"]
-    path = write(tmp_path, records)
-    it = iter(TFRecordIterDataset(path))
-    assert next(it) == b"first"
-    saved = it.get_state()
-    with open(path, "r+b") as file:  # wreck the first record's header
-        file.write(b"\xff" * 12)
-    with pytest.raises(ValueError, match="corrupt at byte 0"):
-        list(TFRecordIterDataset(path))
-    again = iter(TFRecordIterDataset(path))
-    with pytest.raises(ValueError, match="changed"):  # the state's fingerprint of the file
-        again.set_state(saved)
-    del saved["files"]  # a state without fingerprints is not checked against the files
-    again.set_state(saved)
-    assert list(again) == [b"second", b"third"]
-
-
 def test_records_longer_than_a_read_chunk(tmp_path: Path) -> None:
     big = bytes(range(256)) * 9000  # 2.3 MB: more than the 1 MiB read at a time
     records = [b"a" * 1000, big, b"", big[:1_048_000], b"z"] + [b"x" * 700] * 3000
@@ -212,23 +193,6 @@ def test_a_state_from_the_middle_of_a_record_is_refused_when_read(tmp_path: Path
         it.set_state(saved)
 
 
-def test_a_state_of_another_file_is_refused(tmp_path: Path) -> None:
-    one, two = write(tmp_path, [b"1"], "one.tfrecord"), write(tmp_path, [b"1"], "two.tfrecord")
-    it = iter(TFRecordIterDataset(one))
-    with pytest.raises(ValueError, match=r"another pipeline: .*one\.tfrecord.*two\.tfrecord"):
-        iter(TFRecordIterDataset(two)).set_state(it.get_state())
-
-
-def test_checking_the_data_does_not_change_states(tmp_path: Path) -> None:
-    path = write(tmp_path, [b"a", b"b", b"c"])
-    it = iter(TFRecordIterDataset(path, verify_data_crc=True))
-    next(it)
-    plain = iter(TFRecordIterDataset(path))
-    plain.set_state(json.loads(json.dumps(it.get_state())))
-    assert list(plain) == [b"b", b"c"]
-    assert repr(TFRecordIterDataset(path)) == f"IterDataset:\n  tfrecord({path!r})"
-
-
 def test_bad_paths_records_and_options_are_named(tmp_path: Path) -> None:
     missing = tmp_path / "missing.tfrecord"
     with pytest.raises(FileNotFoundError, match=r"missing\.tfrecord"):
@@ -269,17 +233,3 @@ def test_pickles_and_reads_in_worker_processes(tmp_path: Path) -> None:
         with iter(ds.mp_prefetch(grainfn.MultiprocessingOptions(num_workers=1))) as again:
             again.set_state(saved)
             assert list(again) == expected[123:]
-
-
-def test_orbax_checkpoints_the_position(tmp_path: Path) -> None:
-    records = [f"record {i}".encode() for i in range(40)]
-    path = write(tmp_path, records)
-    make: Callable[[], Any] = lambda: TFRecordIterDataset(path).batch(3)  # noqa: E731
-    it = iter(make())
-    [next(it) for _ in range(5)]
-    with ocp.CheckpointManager(tmp_path / "checkpoints") as manager:
-        manager.save(5, args=grainfn.checkpoint.CheckpointSave(it))
-        manager.wait_until_finished()
-    with ocp.CheckpointManager(tmp_path / "checkpoints") as manager:
-        restored = manager.restore(5, args=grainfn.checkpoint.CheckpointRestore(iter(make())))
-    assert [list(batch) for batch in restored] == [list(b) for b in list(make())[5:]]
