@@ -262,8 +262,12 @@ def flip_with_pid(x: int) -> tuple[int, np.ndarray, int]:
 
 
 def sleep_with_pid(x: int) -> tuple[int, int]:
-    """Expensive: 2 ms of waiting, which reading here pays in full and 4 workers share."""
-    time.sleep(0.002)
+    """Expensive: 10 ms of waiting, which reading here pays in full and 4 workers share.
+
+    Far more than a block's trip to a worker and back even on a busy machine (with 2 ms,
+    a loaded CI machine's trips made reading here the faster choice, and the executor
+    rightly took it)."""
+    time.sleep(0.01)
     return x, os.getpid()
 
 
