@@ -87,9 +87,9 @@ def stages() -> list[str]:
     return sorted(declared | set(_IRREGULAR_NAMES), key=str.lower)
 
 
-def _supported() -> str:
+def _supported(done: str = "read") -> str:
     return (
-        f"Grain states are read for {', '.join(stages())}, and every stage whose state is its "
+        f"Grain states are {done} for {', '.join(stages())}, and every stage whose state is its "
         "parent's (map, filter, batch, seed, prefetch, options)"
     )
 
@@ -321,7 +321,7 @@ def to_grain(stream: Stream[Any], record: Any, path: str = "state") -> Any:
 def _unwritable(stream: Stream[Any], why: str) -> ValueError:
     return ValueError(
         f"grainfn cannot write Grain's state for the stage {stream.describe_stage()!r}: {why}. "
-        f"{_supported().replace('read', 'written', 1)}, except concat-then-split and "
+        f"{_supported('written')}, except concat-then-split and "
         "mp_prefetch in grainfn's own order."
     )
 
