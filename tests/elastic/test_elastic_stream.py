@@ -25,7 +25,13 @@ from grainfn._src.elastic import states
 from grainfn._src.elastic.layout import Layout, valid_host_counts
 from grainfn._src.elastic.rows import whole_dataset
 from grainfn._src.elastic.shards import logical_shard
-from grainfn._src.elastic.stream import ElasticStream, elastic_batches, host_stream
+from grainfn._src.elastic.stream import (
+    READ_AHEAD,
+    ElasticStream,
+    _ElasticCursor,
+    elastic_batches,
+    host_stream,
+)
 from grainfn._src.parallel.prefetch import PrefetchedStream
 
 MAX_BATCHES = 40
@@ -192,6 +198,36 @@ def test_the_host_stream_ends_before_a_global_batch_it_cannot_fill() -> None:
     assert [b.tolist() for b in iterator] == [[0, 2, 1, 3], [4, 6, 5, 7]]
     assert iterator.state.stopped
     assert next(fn.iterate(stream, iterator.state), None) is None
+
+
+def fails_past_23(x: int) -> int:
+    if x > 23:
+        raise ValueError(f"{x} is past the batches asked for")
+    return x
+
+
+def test_asking_for_batches_reads_no_block_past_them() -> None:
+    # The iterator finds its state after an error by stepping over the batches it handed
+    # out; a block read past them, as a block grown to READ_AHEAD would be, meets the error.
+    host = host_stream(fn.map(fails_past_23, fn.from_dataset(fn.range(64))), Layout(8, 4))
+    cursor = host.open(host.init())
+    assert isinstance(cursor, _ElasticCursor)
+    cursor.sizer.size = READ_AHEAD  # as after many cheap reads
+    got = [batch.tolist() for batch in cursor.next_many(3)]
+    assert [sorted(batch) for batch in got] == [list(range(b * 8, b * 8 + 8)) for b in range(3)]
+    with pytest.raises(ValueError, match="24 is past the batches asked for"):
+        cursor.next()
+
+
+def test_the_state_after_a_failed_batch_is_after_the_batches_handed_out() -> None:
+    host = host_stream(fn.map(fails_past_23, fn.from_dataset(fn.range(64))), Layout(8, 4))
+    it, taken = fn.iterate(host), []
+    with pytest.raises(ValueError, match="past the batches asked for"):
+        while True:
+            taken.append(next(it))
+    twin = fn.iterate(host_stream(fn.from_dataset(fn.range(64)), Layout(8, 4)))
+    assert [b.tolist() for b in taken] == [next(twin).tolist() for _ in taken]
+    assert it.state == twin.state
 
 
 def test_a_state_says_the_step_and_the_state_of_each_shard() -> None:

@@ -123,13 +123,34 @@ class _ElasticCursor(BaseCursor):
         self.step += 1
         return tree.stack(elements)
 
-    def _read_blocks(self) -> None:
-        most = max((len(chunks) for chunks in self.blocks), default=0)
-        if self.stopped or most > self.chunks:  # a shard had fewer rows left than the others
+    def next_many(self, count: int) -> list[Any]:
+        """The next `count` batches, read in blocks of at most that many batches.
+
+        A block's read fails as a whole when one element of it fails, so a
+        block longer than asked could raise an error that lies past the
+        batches wanted. Reading no further keeps a replay exact: the iterator
+        finds its state after an error by stepping over the batches it handed
+        out, which were all read before, and must not meet the error again.
+        """
+        out: list[Any] = []
+        try:
+            while len(out) < count:
+                if self.chunk == self.chunks:
+                    self._read_blocks(most=count - len(out))
+                out.append(self.next())
+        except StopIteration:
+            pass
+        return out
+
+    def _read_blocks(self, most: int | None = None) -> None:
+        """Reads every shard's next block: as many batches as the sizer says, up to `most`."""
+        longest = max((len(chunks) for chunks in self.blocks), default=0)
+        if self.stopped or longest > self.chunks:  # a shard had fewer rows left than the others
             self.stopped = True
             raise StopIteration
         rows = self.reads.rows
-        size = rows * max(1, self.sizer.start(at_least=rows) // rows)
+        batches = max(1, self.sizer.start(at_least=rows) // rows)
+        size = rows * (batches if most is None else min(batches, most))
         self.blocks = self.reads.read(size)
         self.sizer.done(parts=len(self.blocks))
         self.chunk, self.chunks = 0, min(len(chunks) for chunks in self.blocks)
