@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from grainfn.sources import write_array_records
+
+from support.leaks import assert_nothing_left, workers
 
 # "ci" is fully deterministic so that a red run is reproducible bit for bit, and it is
 # the default: `python -m pytest` on a clean clone gives the same verdict every time.
@@ -59,3 +63,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     test should fork or time itself in such a process.
     """
     items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+
+
+@pytest.fixture(autouse=True)
+def no_workers_outlive_the_test() -> Iterator[None]:
+    """After each test, its worker processes are gone once its garbage is collected.
+
+    An iterator a test drops may still be held by a reference cycle (an
+    exception's traceback holds the frames that hold it), which only the
+    garbage collector frees, and it runs at times nobody chooses. Collected
+    here, such an iterator closes its workers now; otherwise they would live
+    on into later tests, which count worker processes (tests/faults/), and
+    fail there. A worker left after the collection is this test's leak.
+    """
+    yield
+    if workers():
+        gc.collect()
+        assert_nothing_left()
