@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from grainfn.sources import write_array_records
 
 from support.leaks import assert_nothing_left, workers
+from support.module_sizes import NOTE_LINES, long_modules
 
 # "ci" is fully deterministic so that a red run is reproducible bit for bit, and it is
 # the default: `python -m pytest` on a clean clone gives the same verdict every time.
@@ -80,3 +82,12 @@ def no_workers_outlive_the_test() -> Iterator[None]:
     if workers():
         gc.collect()
         assert_nothing_left()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Names the modules past `NOTE_LINES` lines: a prompt, never a failure."""
+    package = Path(__file__).resolve().parents[1] / "grainfn"
+    for module, lines in long_modules(package):
+        terminalreporter.write_line(
+            f"note: {module} has {lines} lines (over {NOTE_LINES}): one concept, or two?"
+        )

@@ -16,6 +16,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from support.module_sizes import long_modules
+
 ROOT = Path(__file__).resolve().parents[1] / "grainfn"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -312,3 +314,13 @@ def test_the_detectors_see_what_they_look_for() -> None:
     )
     imported = {n.names[0].name for n in run_time(checked) if isinstance(n, ast.Import)}
     assert imported == {"grainfn.b"}
+
+
+def test_long_modules_are_named_longest_first_and_nothing_fails_on_length(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "short.py").write_text("x = 1\n" * 10)
+    (package / "sub" / "long.py").write_text("x = 1\n" * 12)
+    (package / "longer.py").write_text("x = 1\n" * 20)
+    assert long_modules(package, limit=11) == [("pkg/longer.py", 20), ("pkg/sub/long.py", 12)]
+    assert long_modules(package, limit=20) == []
