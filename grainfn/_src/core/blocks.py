@@ -323,8 +323,7 @@ class BlockReader:
             taken, self.ready = self.ready, None
             return taken
         if self.error is not None:
-            failure, self.error = self.error, None
-            raise failure
+            raise self._take_error()
         if self.executor is not None and not self.started:
             self.start()  # processes or actors read from the start
         if self.reads_ahead:
@@ -334,12 +333,12 @@ class BlockReader:
             raise StopIteration
         stop = min(self.length, first + self.sizer.start(at_least))
         cpu = time.thread_time()
-        block, error = read_block(self.dataset, first, stop)
+        block, self.error = read_block(self.dataset, first, stop)
         cpu = time.thread_time() - cpu
         wall = self.sizer.done()
         self.position = first + len(block)
-        if error is not None:
-            return self._fail(first, block, error)
+        if self.error is not None:
+            return self._fail(first, block)
         self.own_costs.append(wall / (stop - first))
         self._after_own_block(reading_waits(cpu, wall))
         return first, block
@@ -394,28 +393,29 @@ class BlockReader:
         if not self.pending:
             self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
-        first, stop, task = self.pending[0]
+        first, stop = self.pending[0][:2]
         started = self.clock()
-        try:
-            block, error, seconds = task.result()
+        try:  # no local holds the task: what it raised holds this frame
+            block, self.error, seconds = self.pending[0][2].result()
         except BaseException as failure:  # the executor failed (Ctrl-C while waiting, say)
             self._after_failure(first, isinstance(failure, Exception))  # the block is read again
             raise
         self.pending.popleft()
+        failed = self.error is not None
         try:
-            return self._taken(first, stop, block, error, seconds, self.clock() - started)
+            return self._taken(first, stop, block, failed, seconds, self.clock() - started)
         except BaseException:  # Ctrl-C before the block was handed out: the next read has it
-            if error is None:
+            if not failed:
                 self.ready = (first, block)
             raise
 
     def _taken(
-        self, first: int, stop: int, block: list[Any], error: Any, seconds: float, waited: float
+        self, first: int, stop: int, block: list[Any], failed: bool, seconds: float, waited: float
     ) -> tuple[int, list[Any]]:
         """Hands out a block the executor read, judging it, and keeps the executor busy."""
-        if error is not None:
+        if failed:
             self._after_failure(first + len(block), True)
-            return self._fail(first, block, error)
+            return self._fail(first, block)
         self.task_size = self._task_size(seconds / len(block))
         if self.draining:
             if not self.pending:
@@ -560,11 +560,23 @@ class BlockReader:
         else:
             self.retry_at = now + self.backoff * self.trial_seconds
 
-    def _fail(self, first: int, block: list[Any], error: Exception) -> tuple[int, list[Any]]:
+    def _fail(self, first: int, block: list[Any]) -> tuple[int, list[Any]]:
+        """Hands out the elements before the failure; the error, in `self.error`, comes next."""
         if not block:
-            raise error
-        self.error = error  # the elements before the failure come first
+            raise self._take_error()
         return first, block
+
+    def _take_error(self) -> Exception:
+        """The error to raise now, forgotten here.
+
+        Raised as `raise self._take_error()`, it is held by no local variable of
+        the frames it passes through: one that held it would hold its traceback,
+        which holds that frame, and that cycle would keep the reader, and the
+        worker processes it owns, alive until the garbage collector runs.
+        """
+        error, self.error = self.error, None
+        assert error is not None
+        return error
 
     def _drop_pending(self) -> None:
         for _, _, task in self.pending:
@@ -587,10 +599,53 @@ class ThreadExecutor:
         self._finalizer = weakref.finalize(self, _shutdown, self.pool)
 
     def submit(self, first: int, stop: int) -> Task:
-        return self.pool.submit(read_timed, self.dataset, first, stop)
+        return _ThreadTask(self.pool.submit(_read_in_thread, self.dataset, first, stop))
 
     def close(self) -> None:
         self._finalizer()
+
+
+class _BlockReadError(Exception):
+    """A block a thread read, with the error that stopped it: raised in the thread, not returned.
+
+    The pool's work item lets go of what its function raises, but a frame of
+    the thread keeps the work item, and with it the future, while holding what
+    the function returned. A returned error holds its traceback, which holds
+    the thread's frames: that cycle would keep the block and the error alive
+    until the garbage collector runs.
+    """
+
+    def __init__(self, result: Result) -> None:
+        super().__init__()
+        self.result = result
+
+
+def _read_in_thread(dataset: Dataset[Any], first: int, stop: int) -> Result:
+    result = read_timed(dataset, first, stop)
+    if result[1] is None:
+        return result
+    try:
+        raise _BlockReadError(result)
+    finally:  # held by this frame, the result's error would hold it back
+        del result
+
+
+class _ThreadTask:
+    """A block read in a thread: its future's result, or the result of the read that failed."""
+
+    def __init__(self, future: concurrent.futures.Future[Result]) -> None:
+        self.future = future
+
+    def result(self) -> Result:
+        try:
+            return self.future.result()
+        except _BlockReadError as failed:
+            return failed.result
+        finally:  # the future holds what it raised, whose traceback holds this frame
+            del self
+
+    def cancel(self) -> bool:
+        return self.future.cancel()
 
 
 def read_block(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any], Exception | None]:
@@ -609,9 +664,8 @@ def read_block(dataset: Dataset[Any], first: int, stop: int) -> tuple[list[Any],
 
 def read_timed(dataset: Dataset[Any], first: int, stop: int) -> Result:
     """`read_block` and the seconds it took."""
-    started = time.perf_counter()
-    block, error = read_block(dataset, first, stop)
-    return block, error, time.perf_counter() - started
+    started = time.perf_counter()  # no local holds the error: its traceback holds this frame
+    return (*read_block(dataset, first, stop), time.perf_counter() - started)
 
 
 def _shutdown(pool: concurrent.futures.ThreadPoolExecutor) -> None:

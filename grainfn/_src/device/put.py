@@ -142,12 +142,21 @@ class _PutAheadCursor(BaseCursor):
     def _raise(self) -> None:
         """Raises what the parent raised after the last element returned."""
         assert self.raised is not None
-        error, state = self.raised
-        if isinstance(error, StopIteration):
-            self.ended, self.last_state = True, state
+        if isinstance(self.raised[0], StopIteration):
+            self.ended, self.last_state = True, self.raised[1]
             raise StopIteration
-        self.raised = None  # raised once; the parent is read again next time
-        raise error
+        raise self._take_raised()
+
+    def _take_raised(self) -> BaseException:
+        """What the parent raised, forgotten here: it is raised once, then the parent is read again.
+
+        Raised as `raise self._take_raised()`, no local variable of the raising
+        frame holds it: one would hold its traceback, which holds that frame,
+        and the cycle would keep this cursor alive until the garbage collector runs.
+        """
+        assert self.raised is not None
+        error, self.raised = self.raised[0], None
+        return error
 
     def next(self) -> Any:
         if self.ended:

@@ -115,7 +115,10 @@ class ReadAheadCursor(BaseCursor):
         if element is _FAILED:
             self.done = True
             self._join()
-            raise error
+            try:
+                raise error
+            finally:  # held by this frame, the error would hold it back: a cycle keeping the cursor
+                del error
         self.last_state = state
         return element
 
