@@ -13,14 +13,20 @@ import pytest
 
 import grainfn.__main__ as cli
 
+from support.module_sizes import code_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = re.compile(r"Suite +Benchmark +grainfn +Grain/grainfn +grainfn/hand +Targets")
 FIGURE = r"[\d.e+]+ (s|ms|µs|[kMG]? ?idx/s)|n/a"
 RATIO = r"[\d.e+]+x|n/a"
 STATUS = r"met|NOT met|\d+/\d+ met|"
 LINE_BUDGET = 3_800
-"""The most lines `benchmarks/*.py` may have together. Issue 33 asks for 3,000; the suites
-came down from 4,198 to 3,750 without dropping a measurement, and this keeps them there."""
+"""The most lines `benchmarks/*.py` may have together, blank lines and docstrings included:
+the suites came down from 4,198 to 3,750 without dropping a measurement (issue 33), and
+this keeps them there."""
+CODE_LINE_BUDGET = 3_000
+"""The most lines of code (not blank, comment or docstring) they may have together: issue
+33's "stays under 3,000 lines", which they were (2,960) when it was filed."""
 
 
 @pytest.fixture(scope="module")
@@ -153,10 +159,24 @@ def test_every_benchmark_module_is_a_suite_or_the_harness(runner) -> None:
         assert ending in text and "grainfn._src.facade" not in text
 
 
-def test_the_benchmarks_stay_within_their_line_budget() -> None:
-    # Modules are sized by concept; the budget is for the whole directory.
-    lines = sum(len(path.read_text().splitlines()) for path in (ROOT / "benchmarks").glob("*.py"))
+def test_the_benchmarks_stay_within_their_line_budgets() -> None:
+    # Modules are sized by concept; the budgets are for the whole directory.
+    paths = list((ROOT / "benchmarks").glob("*.py"))
+    lines = sum(len(path.read_text().splitlines()) for path in paths)
     assert lines < LINE_BUDGET, f"benchmarks/ has {lines} lines, the budget is {LINE_BUDGET}"
+    code = sum(code_lines(path) for path in paths)
+    assert code < CODE_LINE_BUDGET, (
+        f"benchmarks/ has {code} lines of code, the budget is {CODE_LINE_BUDGET}"
+    )
+
+
+def test_lines_of_code_leave_out_blank_lines_comments_and_docstrings(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        '"""A module.\n\nIts docstring."""\n\n# a comment\nX = 1\n"""X\'s docstring."""\n\n\n'
+        'def f() -> str:\n    """One line."""\n    return "not a docstring"\n'
+    )
+    assert code_lines(module) == 3  # X = 1, def f, return
 
 
 def test_every_suite_takes_its_config_shape_from_the_harness(runner) -> None:
