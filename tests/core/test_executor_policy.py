@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,8 +24,10 @@ import pytest
 
 from grainfn import fn
 from grainfn._src.core.blocks import MAX_TASK, BlockReader, Fallback, Result
+from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 from faults.faulty import Fault
+from support.gated import gated_load
 from support.leaks import assert_nothing_left
 
 # ---------------------------------------------------------------------------
@@ -193,6 +196,63 @@ def test_the_work_moves_both_ways_when_costs_change_mid_run_losing_nothing() -> 
     assert reader.fallbacks == 1 and executor.fallbacks[0].position == went_here
 
 
+class StartingExecutor(ScriptedExecutor):
+    """A ScriptedExecutor that says it is starting (`ready()` False) for `starting` seconds."""
+
+    def __init__(self, clock: Clock, cost: Callable[[int], float], starting: float) -> None:
+        super().__init__(clock, cost)
+        self.ready_at = starting
+        self.asked = 0
+
+    def ready(self) -> bool:
+        self.asked += 1
+        return self.clock.now >= self.ready_at
+
+
+def read_starting(n: int, here: float, ahead: float, starting: float, **options: Any) -> Any:
+    clock = Clock()
+    read_here: list[int] = []
+
+    def element(x: int) -> int:
+        clock.now += here
+        read_here.append(x)
+        return x
+
+    executor = StartingExecutor(clock, lambda x: ahead, starting)
+    reader = BlockReader(fn.map(element, fn.range(n)), 0, executor=executor, clock=clock, **options)
+    got: list[int] = []
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            break
+    assert got == list(range(n))
+    assert sorted(read_here + executor.read) == list(range(n)), "an element read twice or never"
+    return read_here, executor, reader
+
+
+def test_while_the_executor_starts_the_consumer_reads_then_hands_it_the_work() -> None:
+    # Reading here costs 1 ms an element; the executor, 0.1 ms once it is up after 2 s.
+    read_here, executor, reader = read_starting(20_000, 1e-3, 1e-4, starting=2.0)
+    started = min(executor.read)
+    assert read_here[:started] == list(range(started)), "the consumer waited for the start"
+    assert 1_900 <= started <= 2_100  # about 2 s of reading here
+    assert sum(x >= started for x in read_here) < 0.02 * (20_000 - started)
+    assert (reader.read_here, reader.read_ahead) == (len(read_here), len(executor.read))
+
+
+def test_an_executor_still_starting_when_the_data_ends_reads_nothing() -> None:
+    read_here, executor, _ = read_starting(500, 1e-3, 1e-4, starting=2.0)
+    assert read_here == list(range(500)) and executor.read == []
+    assert executor.asked > 1
+
+
+def test_without_reads_while_starting_the_executor_has_the_work_from_the_first_block() -> None:
+    options = {"read_while_starting": False}
+    _, executor, _ = read_starting(5_000, 1e-3, 1e-4, starting=2.0, **options)
+    assert executor.read[:100] == list(range(100)) and executor.asked == 0
+
+
 def test_not_adaptive_leaves_every_block_to_the_executor() -> None:
     clock = Clock()
     executor = ScriptedExecutor(clock, lambda x: 1e-3)
@@ -286,7 +346,7 @@ def test_cheap_work_moves_from_worker_processes_to_the_consumer() -> None:
     assert all(np.array_equal(image, np.flip(image_of(x), axis=1)) for x, image, _ in got)
     here = sum(pid == os.getpid() for _, _, pid in got)
     assert here > n // 2, f"{here} of {n} elements read in the consumer"
-    assert here < n, "the workers read the first blocks"
+    assert got[0][2] == os.getpid(), "the consumer waited for the workers to start"
     assert_nothing_left()
 
 
@@ -340,20 +400,60 @@ def _nothing(index: int, count: int) -> None:
     del index, count
 
 
+def ready_pool(dataset: Any, workers: int = 2) -> WorkerPool:
+    """A pool whose workers are up: a reader over it gives them the work from the start."""
+    pool = WorkerPool([dataset], workers)
+    deadline = time.monotonic() + 120
+    while not pool.ready():
+        assert time.monotonic() < deadline, "the workers did not start in 120 s"
+        time.sleep(0.01)
+    return pool
+
+
+def read_reader(reader: BlockReader) -> list[Any]:
+    got: list[Any] = []
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            return got
+
+
 def test_after_a_block_fails_in_a_worker_the_work_stays_in_the_workers(tmp_path: Path) -> None:
     # Twice: a block read fails, and so does its position read alone (see `read_block`).
     fault = Fault(str(tmp_path), frozenset({3}), "raise", times=2)
     pipeline = fn.map(lambda x: (x, os.getpid()), fn.map(fault, fn.range(20_000)))
-    it = fn.iterate(fn.mp_prefetch(2, fn.from_dataset(pipeline)))
+    pool = ready_pool(pipeline)
+    reader = BlockReader(pipeline, 0, executor=LeafExecutor(pool, 0))
+    head: list[Any] = []
     try:
-        head = list(itertools.islice(it, 3))
         with pytest.raises(Exception, match="fault injected at element 3"):
-            next(it)
-        rest = list(it)
+            while True:
+                head += reader.read()[1]
+        assert len(head) == 3
+        rest = read_reader(reader)
     finally:
-        it.close()
+        reader.close()
+        pool.close()
     assert [x for x, _ in head + rest] == list(range(20_000))
     assert not any(pid == os.getpid() for _, pid in head + rest)
+
+
+def test_while_the_workers_start_the_consumer_reads() -> None:
+    # The workers cannot load the pipeline until the consumer has read 50 elements itself.
+    pipeline = fn.map(lambda x: (x, os.getpid()), fn.range(5_000))
+    gate = Path(tempfile.mkdtemp()) / "open"
+    gated = gated_load(pipeline, str(gate))
+    it = fn.iterate(fn.mp_prefetch(2, fn.from_dataset(gated)))
+    try:
+        head = list(itertools.islice(it, 50))  # would wait for good if it waited for them
+        assert all(pid == os.getpid() for _, pid in head)
+        gate.touch()
+        rest = list(it)
+    finally:
+        gate.touch()
+        it.close()
+    assert [x for x, _ in head + rest] == list(range(5_000))
 
 
 # ---------------------------------------------------------------------------

@@ -73,7 +73,8 @@ def elastic_iterator(
     host: int, num_hosts: int, workers: int | None, num_logical_shards: int | None
 ) -> Any:
     """Host `host` of `num_hosts`'s ElasticIterator over `pipeline()`."""
-    options = None if workers is None else grain.MultiprocessingOptions(num_workers=workers)
+    # adaptive=False: the reads in this host's own workers, which the test counts.
+    options = None if workers is None else grain.MultiprocessingOptions(workers, adaptive=False)
     return gx.ElasticIterator(
         pipeline(),
         GLOBAL_BATCH_SIZE,

@@ -28,6 +28,7 @@ def test_multiprocessing_options_are_still_built_positionally_as_grain_does() ->
     assert options.enable_profiling is True
     assert options.worker_timeout is None  # the default: wait as long as the worker lives
     names = [field.name for field in dataclasses.fields(grain.MultiprocessingOptions)]
-    assert names == ["num_workers", "per_worker_buffer_size", "enable_profiling", "worker_timeout"]
+    grains = ["num_workers", "per_worker_buffer_size", "enable_profiling"]
+    assert names == [*grains, "worker_timeout", "adaptive"]  # grainfn's after Grain's
     assert grain.MultiprocessingOptions(4, 2, True, 9.5).worker_timeout == 9.5
-    assert grain.MultiprocessingOptions() == grain.MultiprocessingOptions(0, 1, False, None)
+    assert grain.MultiprocessingOptions() == grain.MultiprocessingOptions(0, 1, False, None, True)

@@ -142,7 +142,7 @@ def test_a_filter_returning_an_array_says_so(level: str) -> None:
     if level == "iter":
         ds = TEN.to_iter_dataset().filter(array_verdict)
     if level == "worker":
-        ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=1))
+        ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=1, adaptive=False))
     message = r"filter\(array_verdict\) must return a bool; .* returned an array of shape \(3,\)"
     with pytest.raises(TypeError, match=message):
         list(ds)
@@ -166,7 +166,7 @@ def keep(x: int) -> bool:
     return parse(x) >= 0
 
 
-TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2, adaptive=False)  # read in them
 STREAM_ELEMENT_7 = r"the stream element that ends at state DatasetPosition\(position=7\)"
 USER_FUNCTIONS = {
     "map": (lambda: TEN.map(parse).to_iter_dataset(), r"map\(parse\), reading position 6"),

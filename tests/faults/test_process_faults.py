@@ -35,7 +35,9 @@ from support.leaks import assert_nothing_left, memory_files_anywhere, segments, 
 from support.waiting import inside_a_call_from, wait_until
 
 MIB = 1 << 20
-TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+# adaptive=False: every read in the workers, where the faults are (read in this process
+# while the workers start, a fault that kills would kill the test run).
+TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2, adaptive=False)
 FACES = ("mp_prefetch", "DataLoader")
 
 
@@ -61,6 +63,7 @@ def two_workers(face: str, count: int, fn: Any) -> Any:
         sampler=grain.SequentialSampler(count),
         operations=[MapOf(fn)],
         worker_count=2,
+        adaptive=False,
     )
 
 
@@ -79,10 +82,10 @@ class Large(grain.transforms.Map):
 def make(count):
     if FACE == "mp_prefetch":
         ds = grain.MapDataset.range(count).map(large).to_iter_dataset()
-        return ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
+        return ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2, adaptive=False))
     return grain.DataLoader(
         data_source=list(range(count)), sampler=grain.SequentialSampler(count),
-        operations=[Large()], worker_count=2,
+        operations=[Large()], worker_count=2, adaptive=False,
     )
 """
 
@@ -362,6 +365,7 @@ def held(face: str, release: str, stream_stages: bool) -> Any:
         sampler=grain.SequentialSampler(200),
         operations=operations,
         worker_count=2,
+        adaptive=False,
     )
 
 

@@ -69,6 +69,7 @@ def loader_under_kills() -> Any:
         sampler=grain.samplers.IndexSampler(4 * N, shuffle=True, seed=3, num_epochs=1),
         operations=[Slow(), NotMultipleOf5(), grain.transforms.Batch(4)],
         worker_count=2,
+        adaptive=False,
     )
 
 

@@ -27,8 +27,9 @@ from support.waiting import no_hang
 N = 20
 AT = 5
 BEFORE = list(range(AT))
-ONE_WORKER = grain.MultiprocessingOptions(num_workers=1)
-TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+# adaptive=False: every read in the workers, where these tests raise the error.
+ONE_WORKER = grain.MultiprocessingOptions(num_workers=1, adaptive=False)
+TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2, adaptive=False)
 
 
 def stop_at_5(x: Any) -> Any:
@@ -99,6 +100,7 @@ def loader(operations: list[Any], workers: int = 0, source: Any = None) -> Any:
         sampler=grain.SequentialSampler(N),
         operations=operations,
         worker_count=workers,
+        adaptive=False,  # with workers, every read in them
     )
 
 

@@ -32,7 +32,9 @@ from support.leaks import assert_nothing_left, workers
 
 N = 300
 AT = 57
-TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2)
+# adaptive=False: every read in the workers, where the faults are (read in this process
+# while the workers start, a fault that kills would kill the test run).
+TWO_WORKERS = grain.MultiprocessingOptions(num_workers=2, adaptive=False)
 
 
 class FaultMap(grain.transforms.Map):
@@ -64,6 +66,7 @@ def loader_plain(fault: Any) -> Any:
         sampler=grain.samplers.IndexSampler(N, shuffle=True, seed=3, num_epochs=1),
         operations=[FaultMap(fault)],
         worker_count=2,
+        adaptive=False,
     )
 
 
@@ -74,6 +77,7 @@ def loader_batched(fault: Any) -> Any:
         sampler=grain.samplers.IndexSampler(N, shuffle=True, seed=3, num_epochs=1),
         operations=[FaultMap(fault), NotMultipleOf5(), grain.transforms.Batch(4)],
         worker_count=2,
+        adaptive=False,
     )
 
 
@@ -159,6 +163,7 @@ def test_a_worker_killed_from_outside_loses_nothing(face: str) -> None:
             sampler=grain.samplers.SequentialSampler(N),
             operations=[Slow(), grain.transforms.Batch(5)],
             worker_count=2,
+            adaptive=False,
         )
     expected = [b.tolist() for b in make()]
     it = iter(make())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,8 @@ import grainfn as grain
 from grainfn import fn, testing
 from grainfn._src.inspect import timing
 from grainfn._src.inspect.timing import TimedDataset, TimedStream
+
+from support.gated import gated_load
 
 SLEEP = 0.005
 
@@ -198,6 +202,36 @@ def test_worker_processes_are_timed_as_one_stage(debug_mode: None) -> None:
     assert lines[0] == "mp_prefetch(2)"
     assert lines[3] == "      └─ map(double)  [length 16]"  # not timed one by one
     assert "worker processes" in lines[2]
+
+
+def test_timing_says_who_read_the_elements_here_and_in_the_workers(tmp_path: Path) -> None:
+    # The workers cannot load the pipeline until 40 elements were read here.
+    gate = tmp_path / "open"
+    stream = fn.batch(4, fn.from_dataset(gated_load(fn.map(double, fn.range(400)), str(gate))))
+    it = fn.iterate(fn.timed(fn.mp_prefetch(2, stream)))
+    try:
+        head = list(itertools.islice(it, 10))
+        gate.touch()
+        rest = list(it)
+        [_, reads] = fn.stage_stats(it)
+    finally:
+        gate.touch()
+        it.close()
+    assert [b.tolist() for b in head + rest] == [b.tolist() for b in fn.iterate(stream)]
+    assert reads.read_here >= 40 and reads.read_here + reads.read_elsewhere == 400
+
+
+def test_timing_counts_every_element_in_the_workers_where_they_are_pinned() -> None:
+    stream = fn.from_dataset(fn.map(double, fn.range(100)))
+    it = fn.iterate(fn.timed(fn.mp_prefetch(2, stream, adaptive=False)))
+    try:
+        assert list(it) == [2 * x for x in range(100)]
+        [reads] = fn.stage_stats(it)
+        text = fn.describe_text(it)
+    finally:
+        it.close()
+    assert (reads.read_here, reads.read_elsewhere) == (0, 100)
+    assert "0 read here, 100 by the executor" in text
 
 
 def test_counters_survive_pickling() -> None:

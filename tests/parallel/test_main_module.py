@@ -220,7 +220,7 @@ def keep(x, sentinel=SENTINEL):
 
 
 if __name__ == "__main__":
-    it = fn.iterate(fn.mp_prefetch(1, fn.from_dataset(fn.map(keep, fn.range(3)))))
+    it = fn.iterate(fn.mp_prefetch(1, fn.from_dataset(fn.map(keep, fn.range(3))), adaptive=False))
     try:
         list(it)
     except AttributeError as error:
@@ -244,7 +244,9 @@ def read_main_config(x: int) -> int:
 
 
 def test_a_name_of_the_main_module_the_pipeline_does_not_bring_is_a_clear_error() -> None:
-    stream = fn.mp_prefetch(1, fn.from_dataset(fn.map(read_main_config, fn.range(3))))
+    stream = fn.mp_prefetch(
+        1, fn.from_dataset(fn.map(read_main_config, fn.range(3))), adaptive=False
+    )
     it = fn.iterate(stream)
     with pytest.raises(AttributeError, match="GRAINFN_TEST_CONFIG") as caught:
         list(it)

@@ -26,7 +26,7 @@ from grainfn.testing import assert_elements_equal
 
 from support.leaks import assert_nothing_left, open_memory_files, segments, workers
 from support.pipelines import build_stream, stream_specs
-from support.waiting import no_hang
+from support.waiting import no_hang, wait_until
 
 
 def read(stream: Any, state: Any = None, limit: int = 80) -> list[Any]:
@@ -135,7 +135,7 @@ def explode_at_7(x: int) -> int:
 
 
 def test_a_worker_exception_is_raised_in_the_parent_with_its_traceback() -> None:
-    stream = fn.mp_prefetch(2, fn.from_dataset(fn.map(explode_at_7, fn.range(20))))
+    stream = fn.mp_prefetch(2, fn.from_dataset(fn.map(explode_at_7, fn.range(20))), adaptive=False)
     it = fn.iterate(stream)
     assert list(itertools.islice(it, 7)) == list(range(7))
     with pytest.raises(BoomError, match="element 7 is broken") as caught:
@@ -288,14 +288,14 @@ def test_the_picklers_own_error_comes_through_as_in_grain() -> None:
     assert_nothing_left()
 
 
-def test_start_prefetch_starts_the_workers_before_the_first_element() -> None:
+def test_start_prefetch_starts_the_workers_in_the_background() -> None:
     it = iter(
         grain.MapDataset.range(100)
         .to_iter_dataset()
         .mp_prefetch(grain.MultiprocessingOptions(num_workers=2))
     )
-    it.start_prefetch()
-    assert len(workers()) == 2
+    it.start_prefetch()  # in the background: no element asked for, yet they start
+    wait_until(lambda: len(workers()) == 2, "both workers started")
     assert list(it) == list(range(100))
     it.close()
     assert_nothing_left()
@@ -338,5 +338,5 @@ def test_workers_start_with_their_first_block_so_a_tiny_dataset_starts_few() -> 
     with iter(ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=2000))) as it:
         assert list(it) == [0, 10, 20, 30]
         started = len(it.core._cursor.pool.workers)  # type: ignore[attr-defined]
-    assert 1 <= started <= 4  # one per block at most, not 2000
+    assert started <= 4  # one per position at most, not 2000 (the parent may read them all)
     assert_nothing_left()

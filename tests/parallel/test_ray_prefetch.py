@@ -236,6 +236,38 @@ def test_a_user_error_on_an_actor_is_raised_as_with_no_actors(pools: dict[int, R
     assert outcome(stream)[0] == list(range(7))
 
 
+def flags_of(image: np.ndarray) -> tuple[bool, int]:
+    return bool(image.flags.writeable), int(image[0, 0, 0])
+
+
+def test_a_pipeline_is_put_once_per_pool_and_actors_share_its_arrays(
+    pools: dict[int, RayPool],
+) -> None:
+    pool = pools[2]
+    images = np.random.default_rng(0).integers(0, 255, (300, 64, 64, 3), dtype=np.uint8)
+    stream = fn.from_dataset(fn.map(flags_of, fn.source(images)))
+    before = pool.puts
+    for _ in range(3):  # three iterators, one put
+        got = run(fn.ray_prefetch(pool, stream))
+        # Read-only where the parent's array is writable: a view of the object store.
+        assert [element for element, _ in got] == [(False, int(i[0, 0, 0])) for i in images]
+    assert pool.puts == before + 1
+
+
+def test_a_map_writing_into_its_input_on_an_actor_is_told_to_copy_it(
+    pools: dict[int, RayPool],
+) -> None:
+    def brighten(image: np.ndarray) -> np.ndarray:
+        image += 1
+        return image
+
+    images = np.zeros((300, 64, 64, 3), np.uint8)
+    stream = fn.from_dataset(fn.map(brighten, fn.source(images)))
+    with pytest.raises(ValueError, match="read-only") as raised:
+        run(fn.ray_prefetch(pools[1], stream))
+    assert "copy an array before writing into it" in "\n".join(raised.value.__notes__)
+
+
 def test_a_slow_block_is_also_read_by_a_second_actor(cluster: Cluster, tmp_path: Any) -> None:
     marker = str(tmp_path / "slept")
 

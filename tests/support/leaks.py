@@ -3,7 +3,8 @@
 - worker processes still running;
 - memory files (the blocks workers send, see grainfn._src.parallel.transfer)
   still open in this process, or in any process of this user: a file held by
-  nobody is freed by the kernel, so one still open is a leak;
+  nobody is freed by the kernel, so one still open is a leak (a pipeline's own
+  memory file, `PIPELINE_FILE`, is held while the pipeline lives);
 - shared-memory segments in /dev/shm named by grainfn (it makes none any more:
   any found is a leak), counted with the pid that owns them.
 """
@@ -15,9 +16,12 @@ import os
 import time
 from typing import Any
 
+from grainfn._src.parallel import shipping
 from grainfn._src.parallel.transfer import MEMORY_FILE_NAME
 
 MEMORY_FILE = f"/memfd:{MEMORY_FILE_NAME}"
+PIPELINE_FILE = f"/memfd:{shipping.MEMORY_FILE_NAME}"
+"""A pipeline's arrays, shared with its workers: held while the pipeline lives (see shipping)."""
 
 
 def workers() -> list[Any]:
@@ -25,8 +29,8 @@ def workers() -> list[Any]:
     return [p for p in multiprocessing.active_children() if p.name.startswith("grainfn-worker")]
 
 
-def open_memory_files(pid: int | str = "self") -> int:
-    """How many grainfn memory files process `pid` holds open."""
+def open_memory_files(pid: int | str = "self", kind: str = MEMORY_FILE) -> int:
+    """How many grainfn memory files process `pid` holds open (blocks', or `PIPELINE_FILE`)."""
     count = 0
     directory = f"/proc/{pid}/fd"
     try:
@@ -35,18 +39,18 @@ def open_memory_files(pid: int | str = "self") -> int:
         return 0
     for name in names:
         try:
-            if os.readlink(f"{directory}/{name}").startswith(MEMORY_FILE):
+            if os.readlink(f"{directory}/{name}").startswith(kind):
                 count += 1
         except OSError:
             continue
     return count
 
 
-def memory_files_anywhere() -> dict[int, int]:
+def memory_files_anywhere(kind: str = MEMORY_FILE) -> dict[int, int]:
     """The grainfn memory files open in every process of this user, by pid."""
     found = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (count := open_memory_files(entry)):
+        if entry.isdigit() and (count := open_memory_files(entry, kind)):
             found[int(entry)] = count
     return found
 

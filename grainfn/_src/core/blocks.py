@@ -7,18 +7,22 @@ the calling thread, or hands them ahead of time to an executor: a thread pool
 output and the state never depend on how they were read, only the speed does.
 
 An executor must earn its place: it never makes a pipeline slower than
-reading in the consumer's own thread. The reader measures both sides and
-keeps the work where it is faster:
+reading in the consumer's own thread. While it starts (worker processes load
+the pipeline, actors get it from the object store: an executor with a
+`ready` method says when it is done), the reader reads in its own thread, so
+the first elements come as soon as without it. Then it measures both sides
+and keeps the work where it is faster:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
   not counting those that waited for it to start (the whole first round of
-  worker processes or actors, the first block after a restart);
+  an executor that cannot say when it is ready, the first block otherwise);
 - in the consumer's thread, what reading an element costs there (the least
-  over its last blocks). Worker processes and actors read from the start, so
-  after their first trial, which spans `MAX_TASK` positions at least (a short
-  pipeline never runs its per-position work in the consumer), the reader
-  reads `_PROBE_BLOCKS` blocks itself to measure it, and measures it so again
-  later, less and less often.
+  over its last blocks): measured while the executor starts. An executor
+  that reads from the start (one without `ready`, or a reader told not to
+  read while it starts) is judged after a first trial that spans `MAX_TASK`
+  positions at least, for which the reader reads `_PROBE_BLOCKS` blocks
+  itself to measure it; either way it measures it so again later, less and
+  less often.
 The executor has the work where the consumer waits less with it (threads:
 1.5 times less, their `required_gain`); whichever side has the work keeps it
 unless the other is `_MARGIN` times faster. Once the executor loses, it is
@@ -86,11 +90,14 @@ class Task(Protocol):
 class Executor(Protocol):
     """Reads blocks of positions ahead of the consumer.
 
-    Two attributes are optional, read where present: `required_gain`, how many
-    times less the consumer must wait per element than reading in its own
-    thread costs for the executor to keep the work (1 when absent: it only
-    has to be faster), and `note_fallback(figures)`, called with a `Fallback`
-    each time the reader takes the work back into the consumer's thread.
+    Three attributes are optional, read where present: `required_gain`, how
+    many times less the consumer must wait per element than reading in its
+    own thread costs for the executor to keep the work (1 when absent: it only
+    has to be faster); `ready()`, which starts the executor if it has not
+    started and says, without waiting, whether it can take blocks now (the
+    reader reads in its own thread until it can); and `note_fallback(figures)`,
+    called with a `Fallback` each time the reader takes the work back into the
+    consumer's thread.
     """
 
     @property
@@ -245,6 +252,8 @@ class BlockReader:
             own `close`.
         adaptive: Whether the executor is on trial (see the module): False
             leaves every block to it.
+        read_while_starting: Whether the reader reads in its own thread
+            while the executor starts (see the module); None: as `adaptive`.
         clock: Seconds on a monotonic clock; a test may pass its own.
     """
 
@@ -256,6 +265,7 @@ class BlockReader:
         buffer: int = 500,
         executor: Executor | None = None,
         adaptive: bool = True,
+        read_while_starting: bool | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.dataset = dataset
@@ -271,7 +281,10 @@ class BlockReader:
         self.executor = executor
         self.owned = False  # whether the reader made its executor (threads): closed when idle
         self.adaptive = adaptive
+        self.read_while_starting = adaptive if read_while_starting is None else read_while_starting
         self.started = False  # whether the executor ever read ahead
+        self.read_here = 0  # elements read in the consumer's thread, and by the executor
+        self.read_ahead = 0
         self.reads_ahead = False  # whether threads, processes or actors read ahead now
         self.draining = False  # the executor lost: its blocks in flight are taken, no more sent
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
@@ -324,8 +337,9 @@ class BlockReader:
             return taken
         if self.error is not None:
             raise self._take_error()
-        if self.executor is not None and not self.started:
-            self.start()  # processes or actors read from the start
+        if self.executor is not None and not self.started and self._executor_ready():
+            # Processes or actors read from the start, or from when they are ready.
+            self.start(seconds_per_element=self.own_cost or None)
         if self.reads_ahead:
             return self._collect()
         first = self.position
@@ -337,11 +351,18 @@ class BlockReader:
         cpu = time.thread_time() - cpu
         wall = self.sizer.done()
         self.position = first + len(block)
+        self.read_here += len(block)
         if self.error is not None:
             return self._fail(first, block)
         self.own_costs.append(wall / (stop - first))
         self._after_own_block(reading_waits(cpu, wall))
         return first, block
+
+    def start_prefetch(self) -> None:
+        """Starts reading ahead before the first read; an executor still starting only starts."""
+        if self.executor is not None and not self.started and not self._executor_ready():
+            return  # `read` hands it the work once it is ready
+        self.start(seconds_per_element=self.own_cost or None)
 
     def start(self, seconds_per_element: float | None = None) -> None:
         """Starts reading ahead now (if this reader may use threads or processes at all)."""
@@ -354,8 +375,11 @@ class BlockReader:
         if seconds_per_element is not None:
             self.task_size = self._task_size(seconds_per_element)
         self.gain = getattr(self.executor, "required_gain", 1.0)
-        # Starting processes or actors takes seconds: the whole first round waited for it.
-        self.uncounted = 1 if self.started or self.owned else self.executor.max_tasks
+        # Starting processes or actors takes seconds: unless the executor said it was
+        # ready, the whole first round waited for it.
+        waited_ready = self.read_while_starting and hasattr(self.executor, "ready")
+        first_round = self.started or self.owned or waited_ready
+        self.uncounted = 1 if first_round else self.executor.max_tasks
         self.started = self.reads_ahead = True
         self.probe = 0
         self.trial = [0.0, 0, 0, 0.0]
@@ -413,6 +437,7 @@ class BlockReader:
         self, first: int, stop: int, block: list[Any], failed: bool, seconds: float, waited: float
     ) -> tuple[int, list[Any]]:
         """Hands out a block the executor read, judging it, and keeps the executor busy."""
+        self.read_ahead += len(block)
         if failed:
             self._after_failure(first + len(block), True)
             return self._fail(first, block)
@@ -511,8 +536,15 @@ class BlockReader:
         # that a block's fixed cost does not count.
         self.sizer.size = max(1, min(self.sizer.limit, self.task_size // 4))
 
+    def _executor_ready(self) -> bool:
+        """Whether to start the executor now: it is ready, or the reader may not read here."""
+        ready = getattr(self.executor, "ready", None)
+        return ready is None or not self.read_while_starting or bool(ready())
+
     def _after_own_block(self, waited: bool) -> None:
         """Hands the work back to the executor where it is due (see the module)."""
+        if self.executor is not None and not self.started:
+            return  # it is starting: the next read starts it once it is ready
         if self.probe:
             self.probe -= 1
             if not self.probe:

@@ -136,7 +136,7 @@ class DatasetCursor(BaseCursor):
         return records.DatasetPosition(self.start + read)
 
     def start_prefetch(self) -> None:
-        self.reader.start()
+        self.reader.start_prefetch()
 
     def close(self) -> None:
         self.reader.close()

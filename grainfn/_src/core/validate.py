@@ -178,6 +178,27 @@ def short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def check_flag(value: Any, what: str) -> bool:
+    """`value` as a bool, if it is one (numpy's included); TypeError for anything else.
+
+    A flag is never read with `bool()`: the string 'False' is true, and would
+    quietly mean the opposite of what was written.
+
+    Examples:
+        >>> check_flag(False, "adaptive")
+        False
+        >>> check_flag("False", "adaptive")
+        Traceback (most recent call last):
+        ...
+        TypeError: adaptive must be True or False, got 'False' (a str).
+    """
+    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's, unimported
+        return bool(value)
+    raise TypeError(
+        f"{what} must be True or False, got {short_repr(value)} (a {type(value).__name__})."
+    )
+
+
 def check_callable(fn: Any, what: str) -> Callable[..., Any]:
     """Returns `fn` after checking that it can be called."""
     if not callable(fn):

@@ -56,6 +56,11 @@ class DataLoader:
             of that many workers are then read, and `grain_state()` writes
             them, for any operations. For runs moving between Grain and
             grainfn mid-epoch. Not in Grain.
+        adaptive: Whether records may be read in this process while the
+            workers start, and where their work is too cheap to pay for its
+            trip (the default; the output is the same). False keeps every
+            read in the workers, for operations that may crash a process.
+            Not in Grain.
 
     Examples:
         >>> import grainfn as grain
@@ -82,6 +87,7 @@ class DataLoader:
         worker_timeout: float | None = None,
         ray_pool: Any = None,
         grain_worker_order: bool = False,
+        adaptive: bool = True,
     ) -> None:
         self._data_source = check_source(data_source)
         if not callable(getattr(sampler, "__getitem__", None)):
@@ -101,6 +107,7 @@ class DataLoader:
             per_worker_buffer_size=max(1, buffer),
             enable_profiling=bool(enable_profiling),
             worker_timeout=check_worker_timeout(worker_timeout),
+            adaptive=validate.check_flag(adaptive, "adaptive"),
         )
         self._ray_pool = check_ray_pool(ray_pool, count)
         self._grain_worker_order = bool(grain_worker_order)
@@ -130,6 +137,7 @@ class DataLoader:
             worker_count=self._multiprocessing_options.num_workers,
             worker_buffer_size=self._multiprocessing_options.per_worker_buffer_size,
             worker_timeout=self._multiprocessing_options.worker_timeout,
+            adaptive=self._multiprocessing_options.adaptive,
             read_threads=options.threads,
             read_buffer=options.buffer,
             worker_init_fn=worker_init_fn,

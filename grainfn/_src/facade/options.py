@@ -74,6 +74,10 @@ class MultiprocessingOptions:
             lost: the next `next()` reads the block again with a new worker).
             None, the default, waits as long as the worker lives. Not in
             Grain; PyTorch's DataLoader calls it `timeout`.
+        adaptive: Whether blocks may be read in this process while the
+            workers start and where their work is too cheap to pay for its
+            trip (the default; see `fn.mp_prefetch`). False keeps every read
+            in the workers, for work that may crash a process. Not in Grain.
 
     Examples:
         >>> MultiprocessingOptions(num_workers=2).per_worker_buffer_size
@@ -85,7 +89,8 @@ class MultiprocessingOptions:
     num_workers: int = 0
     per_worker_buffer_size: int = 1
     enable_profiling: bool = False
-    worker_timeout: float | None = None  # last: Grain code builds these positionally
+    worker_timeout: float | None = None  # after Grain's: Grain code builds these positionally
+    adaptive: bool = True
 
     def __post_init__(self) -> None:
         validate.check_nonnegative_int(self.num_workers, "MultiprocessingOptions.num_workers")
@@ -93,17 +98,19 @@ class MultiprocessingOptions:
             self.per_worker_buffer_size, "MultiprocessingOptions.per_worker_buffer_size"
         )
         check_worker_timeout(self.worker_timeout, "MultiprocessingOptions.worker_timeout")
+        validate.check_flag(self.adaptive, "MultiprocessingOptions.adaptive")
 
     def prefetch_arguments(self) -> dict[str, Any]:
         """What these options set of `fn.mp_prefetch`'s keyword arguments.
 
         Examples:
             >>> MultiprocessingOptions(2, 3).prefetch_arguments()
-            {'buffer_per_worker': 3, 'worker_timeout': None}
+            {'buffer_per_worker': 3, 'worker_timeout': None, 'adaptive': True}
         """
         return {
             "buffer_per_worker": self.per_worker_buffer_size,
             "worker_timeout": self.worker_timeout,
+            "adaptive": self.adaptive,
         }
 
 

@@ -24,6 +24,10 @@ class StageStats(NamedTuple):
         total_seconds: Wall time inside the stage, its parents included.
         self_seconds: `total_seconds` less the parents' totals (at least 0).
         note: A remark on how the stage was timed, if any.
+        read_here: Of a `from_dataset` stage's elements, those read in the
+            consumer's own thread (0 for other stages).
+        read_elsewhere: Those its executor read: threads, worker processes
+            or Ray actors (0 for other stages).
     """
 
     stage: str
@@ -33,6 +37,8 @@ class StageStats(NamedTuple):
     total_seconds: float
     self_seconds: float
     note: str = ""
+    read_here: int = 0
+    read_elsewhere: int = 0
 
     @property
     def mean_seconds(self) -> float:
@@ -89,6 +95,8 @@ def stats_of(node: StageView, depth: int = 0) -> StageStats:
         total / 1e9,
         max(0, total - parents) / 1e9,
         node.note,
+        counter.read_here,
+        counter.read_elsewhere,
     )
 
 

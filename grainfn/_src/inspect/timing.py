@@ -9,7 +9,10 @@ is paid only by the timed copy.
 
 Stages that run in `mp_prefetch` worker processes are not timed one by one:
 the `from_dataset` stage reading them is, and its time is the time the parent
-process waits for their blocks (see `grainfn.fn.timed`).
+process waits for their blocks (see `grainfn.fn.timed`). A `from_dataset`
+stage also counts who read its elements: the consumer's own thread (while
+workers start, say, or where their work is too cheap to pay for its trip),
+or the executor (threads, worker processes, Ray actors).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class Counter:
         self.calls = 0
         self.elements = 0
         self.nanoseconds = 0
+        self.read_here = 0  # elements a from_dataset stage read in the consumer's thread
+        self.read_elsewhere = 0  # and those its executor read
         self._lock = threading.Lock()
 
     def add(self, elements: int, nanoseconds: int) -> None:
@@ -52,6 +57,12 @@ class Counter:
             self.calls += 1
             self.elements += elements
             self.nanoseconds += nanoseconds
+
+    def add_reads(self, here: int, elsewhere: int) -> None:
+        """Records elements read in the consumer's thread (`here`) and by an executor."""
+        with self._lock:
+            self.read_here += here
+            self.read_elsewhere += elsewhere
 
     def __getstate__(self) -> dict[str, int]:
         return {"calls": self.calls, "elements": self.elements, "nanoseconds": self.nanoseconds}
@@ -136,6 +147,9 @@ class _TimedCursor(BaseCursor):
     def __init__(self, parent: Cursor, counter: Counter) -> None:
         self.parent, self.counter = parent, counter
         self.atomic = parent.atomic
+        # A from_dataset cursor's block reader: who read what is counted from it.
+        self.reader = getattr(parent, "reader", None)
+        self.seen = (0, 0)  # its counts of elements read here and elsewhere, when last seen
 
     def next(self) -> Any:
         start = time.perf_counter_ns()
@@ -143,15 +157,26 @@ class _TimedCursor(BaseCursor):
             element = self.parent.next()
         except StopIteration:
             self.counter.add(0, time.perf_counter_ns() - start)
+            self._count_reads()
             raise
         self.counter.add(1, time.perf_counter_ns() - start)
+        self._count_reads()
         return element
 
     def next_many(self, count: int) -> list[Any]:
         start = time.perf_counter_ns()
         elements = self.parent.next_many(count)
         self.counter.add(len(elements), time.perf_counter_ns() - start)
+        self._count_reads()
         return elements
+
+    def _count_reads(self) -> None:
+        if self.reader is None:
+            return
+        now = (self.reader.read_here, self.reader.read_ahead)
+        if now != self.seen:
+            self.counter.add_reads(now[0] - self.seen[0], now[1] - self.seen[1])
+            self.seen = now
 
     def state(self) -> Any:
         return self.parent.state()

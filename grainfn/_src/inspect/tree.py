@@ -99,6 +99,8 @@ def timing_text(record: stats.StageStats) -> str:
         )
         if record.elements:
             text += f", {format_seconds(record.mean_seconds)}/element"
+        if record.read_elsewhere:
+            text += f"; {record.read_here} read here, {record.read_elsewhere} by the executor"
     return text + (f" ({record.note})" if record.note else "")
 
 

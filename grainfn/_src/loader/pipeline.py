@@ -41,13 +41,14 @@ def loader_stream(
     read_buffer: int = 500,
     worker_init_fn: Callable[[int, int], Any] | None = None,
     worker_timeout: float | None = None,
+    adaptive: bool = True,
     ray_pool: Any = None,
     grain_worker_order: bool = False,
 ) -> Stream[Any]:
     """The stream of a DataLoader: shard `shard`'s records through `operations`.
 
-    `worker_count`, `worker_buffer_size`, `worker_init_fn` and `worker_timeout`
-    are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
+    `worker_count`, `worker_buffer_size`, `worker_init_fn`, `worker_timeout`
+    and `adaptive` are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
     `ray_pool`, a `fn.RayPool` whose actors do the map-level work instead
     (`fn.ray_prefetch`). `grain_worker_order` with workers gives the order of
     Grain's DataLoader: worker `w` of `n` takes the shard's records `w, w + n,
@@ -95,6 +96,7 @@ def loader_stream(
             buffer_per_worker=max(1, worker_buffer_size),
             worker_init_fn=worker_init_fn,
             worker_timeout=worker_timeout,
+            adaptive=adaptive,
         )
     return stream
 

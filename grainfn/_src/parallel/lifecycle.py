@@ -34,6 +34,7 @@ class Worker:
         self.process, self.channel = process, channel
         self.ready = False  # it loaded the pipeline and ran worker_init_fn
         self.abandoned = False  # killed by the parent, its answers cut short (see _receive)
+        self.held: tuple[Any, int | None] | None = None  # a message read early (see _answered)
 
 
 def how_it_died(process: Any) -> str:

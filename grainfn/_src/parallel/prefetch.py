@@ -63,8 +63,9 @@ class PrefetchedStream(PassThroughStream):
             self.worker_timeout,
         )
 
-        # What a worker_init_fn sets up in each worker may be what the maps need.
-        adaptive = self.adaptive and self.worker_init_fn is None
+        # What a worker_init_fn sets up in each worker may be what the maps need, and a
+        # worker_timeout watches workers only: with either, the work stays in the workers.
+        adaptive = self.adaptive and self.worker_init_fn is None and self.worker_timeout is None
 
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             executor = functools.partial(LeafExecutor, pool, leaves.index(leaf))
@@ -88,6 +89,7 @@ class PooledLeaf(Stream[Any]):
     leaf: FromDatasetStream[Any]
     executor: Callable[[], Executor]
     adaptive: bool = True  # False: every block goes to the executor (see `BlockReader`)
+    read_while_starting: bool | None = None  # None: as `adaptive` (see `BlockReader`)
 
     def init(self) -> records.DatasetPosition:
         return self.leaf.init()
@@ -97,7 +99,11 @@ class PooledLeaf(Stream[Any]):
 
     def open(self, state: records.DatasetPosition) -> Cursor:
         reader = BlockReader(
-            self.leaf.dataset, state.position, executor=self.executor(), adaptive=self.adaptive
+            self.leaf.dataset,
+            state.position,
+            executor=self.executor(),
+            adaptive=self.adaptive,
+            read_while_starting=self.read_while_starting,
         )
         return DatasetCursor(reader, self.leaf.allow_nones)
 
@@ -204,15 +210,17 @@ def mp_prefetch(
             worker is killed and `next()` raises `WorkerError`; nothing is
             lost, and the next `next()` reads the block again with a new
             worker. None (the default) waits as long as the worker lives.
-        adaptive: Whether the workers must earn their place (the default): when
-            the consumer waits longer for their blocks than reading them here
-            costs (work too cheap to pay for its transfer), blocks are read
-            here, with the same elements and states; the workers are kept and
-            tried again later, less and less often. False leaves every block to
-            the workers: where a crash in the per-position work must not take
+        adaptive: Whether the workers must earn their place (the default):
+            while they start, blocks are read here, so the first elements
+            come as soon as without workers; and when the consumer waits
+            longer for their blocks than reading them here costs (work too
+            cheap to pay for its transfer), blocks are read here, with the
+            same elements and states; the workers are kept and tried again
+            later, less and less often. False leaves every block to the
+            workers: where a crash in the per-position work must not take
             this process down, or the maps need the workers themselves. A
             `worker_init_fn` implies False (what it sets up may be what the
-            maps need).
+            maps need), and so does a `worker_timeout` (it watches workers).
 
     Examples:
         >>> from grainfn.fn import range, from_dataset
@@ -228,5 +236,10 @@ def mp_prefetch(
     worker_timeout = check_worker_timeout(worker_timeout)
     stream = as_stream(data, "mp_prefetch")
     return PrefetchedStream(
-        stream, num_workers, buffer_per_worker, worker_init_fn, worker_timeout, bool(adaptive)
+        stream,
+        num_workers,
+        buffer_per_worker,
+        worker_init_fn,
+        worker_timeout,
+        validate.check_flag(adaptive, "adaptive"),
     )

@@ -4,11 +4,16 @@ A `WorkerPool` holds the datasets to read (its "leaves") and `num_workers`
 processes, forked from grainfn's own fork server without running the main
 script (see `fork_server`).
 Block `t` of the pool goes to worker `t % num_workers`, which starts with its
-first block (no more workers run than blocks were given), and each worker answers
+first block (no more workers run than blocks were given) unless the pool was
+warmed up (`warm_up`: every worker starts at once, in a thread, while the
+reader reads in its own thread; `ready` says when they have all loaded the
+pipeline), and each worker answers
 its blocks in order over its own socket, so the parent always knows which
 worker holds the block it waits for. Output never depends on the number of
-workers: a block's elements depend only on its positions. Blocks cross as a
-pickle and one anonymous memory file (see `transfer`).
+workers: a block's elements depend only on its positions. The pipeline
+reaches the workers by reference to its data (see `shipping`: its arrays in
+one memory file all workers map, encoded once per pipeline), and blocks come
+back as a pickle and one anonymous memory file (see `transfer`).
 
 Faults never cost an element:
 - A worker that dies (a signal, `os._exit`, the OOM killer) loses the blocks
@@ -32,14 +37,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import multiprocessing
 import multiprocessing.connection
 import os
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import cloudpickle
 
 from grainfn._src.core.blocks import Result
 from grainfn._src.core.dataset import Dataset
@@ -54,6 +59,7 @@ from grainfn._src.parallel.deaths import (
 )
 from grainfn._src.parallel.fork_server import start_context
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
+from grainfn._src.parallel.shipping import Shipped, ship
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, worker_main
 
@@ -101,7 +107,8 @@ class WorkerPool:
         self.workers: dict[int, Worker] = {}  # by index, each started with its first block
         self._started = False
         self._context: Any = None
-        self._payload = b""
+        self._shipped: Shipped | None = None
+        self._warm_up: list[_WarmUp] = []  # the thread that starts every worker, once started
         self._next_task = 0
         self._tasks: dict[int, tuple[int, int, int]] = {}  # sent, not answered: leaf, first, stop
         # Per started worker, its tasks in order: nothing per worker that never starts.
@@ -127,17 +134,62 @@ class WorkerPool:
         self._check_owner()
         _sweep_once_per_process()
         self._context = start_context(self.start_method)
-        try:
-            self._payload = cloudpickle.dumps((self.leaves, self.worker_init_fn))
-        except Exception as error:  # the pickler's own error, as in Grain, with what to do
-            error.add_note(
-                "Worker processes need the pipeline pickled, and it does not pickle. Open files "
-                "and connections lazily (on first read), not when the source is built."
-            )
-            raise
-        self._finalizer = weakref.finalize(self, stop_workers, self.owner, self.workers)
+        self._shipped = ship((*self.leaves, self.worker_init_fn))
+        self._finalizer = weakref.finalize(
+            self, _stop_pool, self.owner, self.workers, self._warm_up
+        )
         _pools.add(self)
         self._started = True
+
+    def warm_up(self) -> None:
+        """Starts every worker now, in a thread, so that nobody waits for them (once).
+
+        The thread writes the pipeline's memory file (once per pipeline), then
+        starts the workers (no more than the leaves have positions) and sends
+        each the pipeline. A worker it could not start is started by the
+        first block sent to it, which raises the error.
+        """
+        self.start()
+        if not self._warm_up and self._started:
+            assert self._shipped is not None
+            start = functools.partial(_start_worker, self._context, self._shipped, self.num_workers)
+            count = self._workers_to_warm_up()
+            self._warm_up.append(_WarmUp(start, self._shipped, count, self.workers))
+
+    def ready(self) -> bool:
+        """Whether the workers can take blocks without the reader waiting: never blocks.
+
+        Warms the pool up (see `warm_up`) if it is not. True once every
+        worker has loaded the pipeline, or failed to (the failure is raised
+        when its first block is awaited).
+        """
+        self.warm_up()
+        if not self._warm_up or self._warm_up[0].thread.is_alive():
+            return False
+        if len(self.workers) < self._warm_up[0].count:
+            return True  # the thread could not start them all: sending a block says why
+        return all(self._answered(index) for index in list(self.workers))
+
+    def _workers_to_warm_up(self) -> int:
+        """Every worker, but never more than there are positions to read (a block each)."""
+        return min(self.num_workers, sum(leaf.length for leaf in self.leaves))
+
+    def _answered(self, index: int) -> bool:
+        """Whether worker `index` said it is ready, or failed to start; reads what it said."""
+        worker = self.workers[index]
+        if worker.ready or worker.held is not None:
+            return True
+        try:
+            if not worker.channel.poll():
+                return not worker.process.is_alive()  # a dead one is replaced when awaited
+            message = worker.channel.receive()
+        except (EOFError, OSError):
+            return True
+        if message[0][0] == "ready":
+            worker.ready = True
+        else:
+            worker.held = message  # for `_receive`
+        return True
 
     def submit(self, leaf: int, first: int, stop: int) -> PoolTask:
         """Sends positions `[first, stop)` of leaf `leaf` to the next worker in turn."""
@@ -187,23 +239,12 @@ class WorkerPool:
             )
 
     def _start_worker(self, index: int) -> Worker:
-        ours, theirs = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=worker_main,
-            args=(theirs, index, self.num_workers, self._payload),
-            name=f"grainfn-worker-{index}",
-            daemon=True,
-        )
-        try:
-            process.start()
-        except Exception as error:
-            ours.close()
-            raise WorkerError(f"Could not start grainfn worker {index}: {error}") from error
-        finally:
-            theirs.close()
-        return Worker(process, Channel(ours))
+        assert self._shipped is not None
+        return _start_worker(self._context, self._shipped, self.num_workers, index)
 
     def _send(self, task: int, one_by_one: bool = False) -> None:
+        if self._warm_up:  # the warm-up thread is the only other to start workers
+            self._warm_up[0].thread.join()
         worker = task % self.num_workers
         if worker not in self.workers:
             self.workers[worker] = self._start_worker(worker)
@@ -216,6 +257,10 @@ class WorkerPool:
     def _receive(self, index: int) -> None:
         """Files the next message of worker `index`, or replaces it if it died or timed out."""
         worker = self.workers[index]
+        if worker.held is not None:  # read while checking it was ready (see `_answered`)
+            held, worker.held = worker.held, None
+            self._take(index, *held)
+            return
         connection = worker.channel.connection
         waiting = [connection, worker.process.sentinel]
         ready = multiprocessing.connection.wait(waiting, timeout=self.worker_timeout)
@@ -321,6 +366,83 @@ class WorkerPool:
         return f" of dataset {leaf} of the pipeline" if len(self.leaves) > 1 else ""
 
 
+def _start_worker(context: Any, shipped: Shipped, count: int, index: int) -> Worker:
+    """Starts worker `index` of `count` and sends it the pipeline (see `shipping`)."""
+    ours, theirs = context.Pipe(duplex=True)
+    process = context.Process(
+        target=worker_main,
+        args=(theirs, index, count),
+        name=f"grainfn-worker-{index}",
+        daemon=True,
+    )
+    try:
+        process.start()
+    except Exception as error:
+        ours.close()
+        raise WorkerError(f"Could not start grainfn worker {index}: {error}") from error
+    finally:
+        theirs.close()
+    channel = Channel(ours)
+    message, descriptor = shipped.message()
+    with contextlib.suppress(OSError):  # a worker that died at once is found when awaited
+        channel.send(message, descriptor)
+    return Worker(process, channel)
+
+
+class _WarmUp:
+    """The thread that starts a pool's workers before their first block (`WorkerPool.warm_up`).
+
+    It writes the pipeline's memory file, then starts the workers in order
+    and files them in `workers` (the pool's). It holds what starting needs,
+    not the pool, so that a pool dropped meanwhile is collected: the pool's
+    finalizer then stops it (`stop`) before it stops the workers.
+    """
+
+    def __init__(
+        self,
+        start: Callable[[int], Worker],
+        shipped: Shipped,
+        count: int,
+        workers: dict[int, Worker],
+    ) -> None:
+        self.start, self.shipped, self.count, self.workers = start, shipped, count, workers
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="grainfn-worker-start", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.shipped.memory_file()
+        for index in range(self.count):
+            if self.stopping:
+                return
+            if index in self.workers:
+                continue
+            try:
+                worker = self.start(index)
+            except Exception:  # started again by its first block, which raises the error
+                return
+            if self.stopping:  # the pool was collected while this worker started
+                kill(worker.process)
+                worker.channel.close()
+                return
+            self.workers[index] = worker
+
+    def stop(self) -> None:
+        """Starts no more workers; returns once the thread is done."""
+        self.stopping = True
+        if self.thread is not threading.current_thread():
+            self.thread.join()
+
+
+def _stop_pool(owner: int, workers: dict[int, Worker], warm_up: list[_WarmUp]) -> None:
+    """A pool's finalizer: its warm-up thread, then its workers (only in process `owner`)."""
+    if os.getpid() != owner:
+        return
+    for thread in warm_up:
+        thread.stop()
+    stop_workers(owner, workers)
+
+
 _pools: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
 _swept_by = 0  # the process that swept /dev/shm
 
@@ -392,6 +514,10 @@ class LeafExecutor:
 
     def submit(self, first: int, stop: int) -> PoolTask:
         return self.pool.submit(self.leaf, first, stop)
+
+    def ready(self) -> bool:
+        """Whether the pool's workers are up (see `WorkerPool.ready`); starts them if not."""
+        return self.pool.ready()
 
     def close(self) -> None:
         """The pool belongs to the stage that made it; it closes the pool."""

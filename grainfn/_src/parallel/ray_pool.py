@@ -2,9 +2,13 @@
 
 A `RayPool` lives for a job: it connects to a Ray cluster (or starts a local
 one) and keeps `num_actors` actors, placed by Ray resources or node labels,
-across iterators and epochs. Each iterator opens a `RaySession`, which puts
-its pipeline's map-level leaves (cloudpickled) in the object store once; an
-actor loads them on its first block and keeps them.
+across iterators and epochs. Each iterator opens a `RaySession` over its
+pipeline's map-level leaves. The pool puts a pipeline in the object store
+once, whatever the number of iterators over it (see `shipping`: a small
+pickle, and its numpy arrays beside it, which every actor reads as read-only
+views of the object store, without a copy of its own); an actor loads a
+pipeline on its first block of it and keeps it. While that happens the
+reader reads in its own thread (`RayLeafExecutor.ready`).
 
 A block of positions goes to the actor with the fewest blocks in flight, not
 round-robin, and blocks come back in position order (the `BlockReader`
@@ -25,6 +29,7 @@ import collections
 import contextlib
 import dataclasses
 import statistics
+import threading
 import time
 import uuid
 import warnings
@@ -32,11 +37,10 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import cloudpickle
-
 from grainfn._src.core import validate
 from grainfn._src.core.blocks import MAX_TASK, Result, read_block
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.shipping import Shipped, load_ray, ray_arrays, ship
 from grainfn._src.parallel.worker import error_payload, rebuild_error
 
 TASK_SECONDS = 0.05
@@ -57,7 +61,17 @@ CHEAP_BLOCKS = 8
 _JAX_FORK_WARNING = r"os\.fork\(\) was called"
 """JAX's warning, raised in the parent at every fork once JAX has started its threads."""
 
-_KEPT_PIPELINES = 4  # pipelines an actor keeps loaded (iterators of the job, most recent first)
+QUICK_PUT_BYTES = 16 * 2**20
+"""A pipeline with fewer bytes of arrays is put in the object store at once, not in a thread."""
+
+_KEPT_PIPELINES = 4  # pipelines an actor keeps loaded (the job's, most recent first)
+
+READ_ONLY_NOTE = (
+    "On Ray actors the pipeline's numpy arrays are read-only views of Ray's object store, "
+    "shared by every actor: copy an array before writing into it (x = x.copy(), or "
+    "np.array(x)) in the map that writes."
+)
+"""The note on a numpy error about writing into a read-only array, raised on an actor."""
 
 
 class BlockActor:
@@ -84,7 +98,8 @@ class BlockActor:
         if leaves is None:
             import ray
 
-            leaves = cloudpickle.loads(ray.get(payload[0]))  # a list: Ray passes the ref as is
+            data, arrays = ray.get(payload[0])  # a list: Ray passes the ref as is
+            leaves = load_ray(data, arrays)
             self.pipelines[key] = leaves
             while len(self.pipelines) > _KEPT_PIPELINES:
                 self.pipelines.popitem(last=False)
@@ -95,6 +110,9 @@ class BlockActor:
         if error is None:
             return block, None, "", seconds
         import traceback
+
+        if isinstance(error, ValueError) and "read-only" in str(error):
+            error.add_note(READ_ONLY_NOTE)
 
         return block, error_payload(error), "".join(traceback.format_exception(error)), seconds
 
@@ -185,6 +203,9 @@ class RayPool:
         self.duplicated = 0  # slow blocks also sent to a second actor
         self.lost = 0  # results lost from the object store, read again
         self.call_seconds: float | None = None  # a round trip to an idle actor
+        self.puts = 0  # pipelines put in the object store
+        self._pipelines: dict[int, tuple[str, Any]] = {}  # by id of its Shipped: key, reference
+        self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
 
     def start(self) -> None:
@@ -237,12 +258,36 @@ class RayPool:
         """What reads `leaves` for one iterator."""
         return RaySession(self, list(leaves))
 
+    def put(self, shipped: Shipped) -> tuple[str, Any]:
+        """The key and object reference of a pipeline in the object store: put once per pool.
+
+        Kept while the pipeline is (its `Shipped` lives as long as its parts).
+        """
+        import ray
+
+        self.start()
+        with self._lock:
+            entry = self._pipelines.get(id(shipped))
+            if entry is None:
+                entry = (uuid.uuid4().hex, ray.put((shipped.data, ray_arrays(shipped))))
+                self._pipelines[id(shipped)] = entry
+                self.puts += 1
+                # The dictionary, not the pool: a pipeline kept alive must not keep the pool.
+                pipelines = self._pipelines
+                weakref.finalize(shipped, pipelines.pop, id(shipped), None)
+            return entry
+
+    def has(self, shipped: Shipped) -> bool:
+        """Whether `put(shipped)` would not wait: the pipeline is in the store already."""
+        return id(shipped) in self._pipelines
+
     def close(self) -> None:
         """Stops the actors, and Ray if the pool started it. Closing again does nothing."""
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
         self.slots = []
+        self._pipelines.clear()
 
     def __enter__(self) -> RayPool:
         return self
@@ -302,24 +347,50 @@ class RaySession:
 
     def __init__(self, pool: RayPool, leaves: list[Dataset[Any]]) -> None:
         self.pool, self.leaves = pool, leaves
-        self.key = uuid.uuid4().hex
+        self.key = ""
         self.payload: Any = None
         self.block_seconds: collections.deque[float] = collections.deque(maxlen=32)
         self.costs: list[tuple[int, float, float]] = []  # elements, compute, transfer seconds
         self.warned = False
+        self._putter: threading.Thread | None = None  # puts the pipeline (see `ready`)
+        self._lock = threading.Lock()
 
     def start(self) -> None:
-        if self.payload is None:
-            import ray
+        """Starts the pool and puts the pipeline in the object store, if not done yet."""
+        with self._lock:
+            if self.payload is None:
+                self.key, self.payload = self.pool.put(ship((*self.leaves, None)))
 
+    def ready(self) -> bool:
+        """Whether the pipeline is in the object store; never waits for it to get there.
+
+        The pool's actors are started here, where they are not (Ray is started
+        in the calling thread); the pipeline is put here too where that takes
+        no time (its arrays under `QUICK_PUT_BYTES`), else in a thread.
+        """
+        if self.payload is not None:
+            return True
+        if self._putter is None:
             self.pool.start()
-            self.payload = ray.put(cloudpickle.dumps(self.leaves))
+            shipped = ship((*self.leaves, None))
+            if self.pool.has(shipped) or shipped.nbytes < QUICK_PUT_BYTES:
+                self.start()
+                return True
+            self._putter = threading.Thread(target=self._put, name="grainfn-ray-put", daemon=True)
+            self._putter.start()
+        return not self._putter.is_alive()
+
+    def _put(self) -> None:
+        with contextlib.suppress(Exception):  # raised again by the first block's `start`
+            self.start()
 
     def executor(self, leaf: int) -> RayLeafExecutor:
         return RayLeafExecutor(self, leaf)
 
     def close(self) -> None:
-        self.payload = None  # the actors keep a few pipelines; the object store frees this
+        if self._putter is not None:
+            self._putter.join()
+        self.payload = None  # the pool keeps the pipeline in the store while it lives
 
     def measured(self) -> bool:
         """Whether the blocks that judge the cost of Ray are in (see `record`)."""
@@ -383,6 +454,10 @@ class RayLeafExecutor:
         # How long a block should take: less for the first round, so the first elements come
         # soon, then TASK_SECONDS.
         self.task_seconds = FIRST_TASK_SECONDS
+
+    def ready(self) -> bool:
+        """Whether the pipeline is on its way to the actors (see `RaySession.ready`)."""
+        return self.session.ready()
 
     def submit(self, first: int, stop: int) -> RayTask:
         self.session.start()

@@ -11,6 +11,7 @@ of actors, and a state saved with Ray restores without it (or with
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, TypeVar
 
 import toolz
@@ -47,7 +48,9 @@ class RayPrefetchedStream(PassThroughStream):
             # Pinned: the user asked for the cluster. Work too cheap for it gets a warning with
             # the figures (RaySession.record); trials, whose small blocks cost a Ray call each,
             # made an elastic host's state (which reads blocks again) 30x slower.
-            return PooledLeaf(leaf, lambda: session.executor(index), adaptive=False)
+            # While the pipeline goes to the actors, the reader reads here.
+            executor = functools.partial(session.executor, index)
+            return PooledLeaf(leaf, executor, adaptive=False, read_while_starting=True)
 
         return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session)
 

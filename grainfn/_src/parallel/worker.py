@@ -1,7 +1,8 @@
 """The worker side of a WorkerPool: how a worker process starts, and its loop.
 
 A worker never runs the parent's main script (see `fork_server`): what the
-pipeline needs of it came by value with the pipeline (cloudpickle). Only
+pipeline needs of it came by value with the pipeline (cloudpickle; its
+arrays by reference, see `shipping`). Only
 pickling by *name* needs more: an element whose class the script defines is
 pickled as `__main__.ClassName`, so a worker's `__main__` finds such names
 among what the pipeline brought (`find_in_main`), and says what to do when
@@ -31,18 +32,26 @@ import cloudpickle
 
 from grainfn._src.core.blocks import read_block
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.shipping import load_message
 from grainfn._src.parallel.transfer import Channel, encode
 
 
-def worker_main(
-    connection: multiprocessing.connection.Connection, index: int, count: int, payload: bytes
-) -> None:
-    """A worker's loop: read the blocks the parent asks for until it says stop or goes away."""
+def worker_main(connection: multiprocessing.connection.Connection, index: int, count: int) -> None:
+    """A worker's loop: read the blocks the parent asks for until it says stop or goes away.
+
+    The parent's first message is the pipeline (see `shipping`): a small
+    pickle, and the memory file of its large buffers, which the worker maps.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     vars(sys.modules["__main__"])["__getattr__"] = find_in_main  # the script's names, by need
     channel = Channel(connection)
     try:
-        leaves, init = pickle.loads(payload)
+        pipeline, descriptor = channel.receive()
+    except (EOFError, OSError):
+        return  # the parent is gone
+    try:
+        *leaves, init = load_message(pipeline, descriptor)
+        del pipeline
         if init is not None:
             init(index, count)
     except Exception as error:
