@@ -1,13 +1,7 @@
 """ArrayRecord benchmarks: shuffled batched reads through grainfn, Grain and array_record's reader.
 
-Untimed setup: 20,000 records of 1 KiB (ending in their index) in 4 shard files of
-a temporary directory (in the page cache: reading is CPU-bound), read in the order
-of `MapDataset.range(n).seed(0).shuffle()`, in blocks of 64. Pipeline:
-`MapDataset.source(...).seed(0).shuffle().batch(64)`, grainfn (also with
-`parallel_reads=False`) and Grain; Source `__getitems__`: the blocks through each
-source alone; Single records: `source[i]` over 2,000 shuffled indices. The hand
-loops use array_record's readers: a batched `read(positions)` per file ("hand
-loop") or `seek` + `read()` per record. See docs/performance.md, "ArrayRecord".
+20,000 records of 1 KiB in 4 shard files, read in shuffled blocks of 64: Pipeline (a batched
+shuffle), Source `__getitems__`, Single records; hand loops on array_record's readers.
 """
 
 from __future__ import annotations

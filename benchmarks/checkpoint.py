@@ -1,14 +1,7 @@
 """Checkpoint benchmarks: how long saving an iterator holds the training loop, grainfn and Grain.
 
-P1 (a shuffled, mapped, filtered, batched range) and P2 (a stream mix of three
-such) are read a few batches, then the blocking calls are timed: `get_state()`;
-`it.save(dir)` (Orbax v1) until it returns its background write; the synchronous
-part of `handler.async_save` (grainfn's handler, and Orbax's
-`JsonCheckpointHandler` on the same state dict: "plain"); `CheckpointManager.save`
-with asynchronous checkpointing, with each library's `CheckpointSave` and plain
-`JsonSave`. Managers are waited for untimed before each save; figures are medians
-per call. The last steps are restored: grainfn's and Grain's resume to the same
-batches. See docs/performance.md, "Checkpoints".
+P1 (a batched range) and P2 (a mix of three): the blocking part of `get_state()`, `it.save(dir)`,
+`handler.async_save` and `CheckpointManager.save`, medians per call. See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -83,8 +76,7 @@ def p2(lib: Any, n: int) -> Any:
 
 
 def until_it_waits(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Runs `coroutine` as an event loop would until it first waits; returns what it returned
-    (the calls timed here must return without waiting: one that waits fails)."""
+    """Runs `coroutine` as an event loop would; returns its result (one that waits fails)."""
     try:
         coroutine.send(None)
     except StopIteration as done:
@@ -93,8 +85,7 @@ def until_it_waits(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 
 def save_case(it: Any, directory: Path) -> h.Case:
-    """Timed `it.save(dir)` calls (Orbax v1 awaits the call, which gives the background write);
-    the setup drops the writes, untimed."""
+    """Timed `it.save(dir)` calls (to its returned background write); the setup drops those."""
     directory.mkdir()
     writes: list[Coroutine[Any, Any, None]] = []
 
@@ -107,8 +98,7 @@ def save_case(it: Any, directory: Path) -> h.Case:
 
 
 def handler_case(handler: Any, directory: Path, make_args: Callable[[], Any]) -> h.Case:
-    """Timed synchronous parts of `handler.async_save`; the commits it returns write into
-    `directory` at once, each in its own thread; the setup awaits them, untimed."""
+    """Timed synchronous parts of `handler.async_save`; the setup awaits its commits, untimed."""
     directory.mkdir()
     commits: list[Any] = []
 

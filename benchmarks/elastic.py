@@ -1,15 +1,8 @@
 """Elastic benchmarks: `grainfn.experimental.ElasticIterator` against the same pipeline batched.
 
-One host runs every logical shard, global batches of 256 rows; figures are per row
-delivered (an elastic epoch can deliver a few rows less than plain batching).
-E1: a shuffled, filtered, mapped IterDataset through `ElasticIterator(...,
-num_logical_shards=16)` against `batch(256, drop_remainder=True)`, both also with no
-filter check, beside Grain's plain batch (on a sample) and a numpy hand loop; the
-elastic batches are checked row for row against the numpy cut of the pipeline's
-permutation. E2a: a map-only MapDataset in Grain's mode against Grain's
-ElasticIterator (default and `num_threads=0`, on a sample), the map-level batch and
-the hand loop; E2b: the same in logical-shard mode against the stream batch.
-See docs/performance.md, "Elastic iteration".
+One host, every logical shard, global batches of 256 rows, figures per row. E1: a filtered,
+mapped IterDataset on 16 logical shards against `batch(256)`, Grain (sampled) and a numpy hand
+loop; E2a, E2b: a map-only MapDataset in Grain's mode and in logical-shard mode.
 """
 
 from __future__ import annotations
@@ -70,8 +63,7 @@ def e2_pipeline(lib: Any, n: int) -> Any:
 
 
 def hand_elastic(order: np.ndarray, filtered: bool) -> list[np.ndarray]:
-    """The logical-shard cut in numpy: shard `s` is `order[s::16]`, masked by `keep` if
-    `filtered`, plus 1; global batch `b` is rows `16b:16b+16` of each shard, in shard order."""
+    """The logical-shard cut in numpy: shard `s` is `order[s::16]`, batch `b` rows 16b:16b+16."""
     rows = GLOBAL_BATCH // SHARDS
     columns = [c[c % 3 != 0] if filtered else c for c in order.reshape(-1, SHARDS).T]
     steps = min(map(len, columns)) // rows

@@ -1,13 +1,8 @@
 """Facade benchmarks: the Grain-style API (`import grainfn as grain`) against the core and Grain.
 
-B1 to B4 of the map_level and streams suites, written through the facade with the
-same functions, seeds and sizes: the facade (`list(ds)`), the core as those suites
-read it, Grain (default ReadOptions and `num_threads=0`, warmed up on a small
-pipeline, within a time budget of its own) and the hand loop; the facade's outputs
-are compared with the core's and Grain's. ReadOptions (a): `range(100_000).map(x + 1)
-.batch(32)`, default ReadOptions against `num_threads=0`; (b): a source sleeping 1 ms
-per record, 16 threads against none, the elements and states unchanged by threads.
-See docs/performance.md, "The Grain API (facade)".
+B1 to B4 of map_level and streams through the facade, against the core, Grain and the hand loop,
+outputs compared. ReadOptions: (a) default against `num_threads=0`, (b) a 1 ms source, 16
+threads against none. See docs/performance.md, "The Grain API (facade)".
 """
 
 from __future__ import annotations
@@ -60,9 +55,7 @@ QUICK = Config(
 def facade_row(
     c: Config, key: str, title: str, facade: Any, core: h.Case, them: h.Cases, hand: h.Case
 ) -> list[h.Row]:
-    """One of B1 to B4: the facade (with the core's setup), the core, Grain (both) and the hand
-    loop, timed together; the facade's outputs are compared with the others', the hand loop's
-    values with the core's as a multiset."""
+    """One of B1 to B4: the facade, the core, Grain (both) and the hand loop, outputs compared."""
     cases = {FACADE: h.Case(lambda: list(facade), setup=core.setup), CORE: core}
     t = h.measure({**cases, **them, h.HAND: hand}, c.timer)
     out = h.results(t)

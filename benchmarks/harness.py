@@ -1,18 +1,9 @@
 """The benchmark harness, the measuring side: a suite's shape, timing, rows and targets.
 
-A suite (`benchmarks/NAME.py`) imports this module as `h`. Its `Config`
-subclasses `h.Config` (its sizes' defaults a full run's), and its `DEFAULT` and
-smaller `QUICK` are instances; its `steps(c)` are `h.Step`s measuring `h.Row`s
-(the times of grainfn, Grain and a hand-written loop doing the same work) with
-these tools (through worker processes with `benchmarks.workers`), and its
-`targets(rows)` judges its `h.Target`s; it ends in `run_suite(NAME, __doc__,
-steps, targets, DEFAULT, QUICK)` of `benchmarks.run`, which runs the suites and
-prints the rows.
-
-`measure` times wall-clock `time.perf_counter`, best of R runs after an untimed
-warm-up, the runs of one benchmark's implementations interleaved in bursts so
-that other load on a shared machine hits them alike; the garbage collector stays
-on, with a full collection before the first timed run and a young one before each.
+A suite (`benchmarks/NAME.py`) imports this module as `h`: its `Config` subclasses `h.Config`
+(`DEFAULT` a full run, `QUICK` a smoke run), its `steps(c)` are `h.Step`s measuring `h.Row`s, its
+`targets(rows)` judges `h.Target`s; it ends in `run_suite(...)`. `measure`: best of R wall-clock
+runs after a warm-up, interleaved in bursts, the collector on (collected before each run).
 """
 
 from __future__ import annotations
@@ -88,19 +79,11 @@ def require_same(what: str, outputs: Mapping[str, Any], labels: Sequence[str]) -
         require(same_outputs(outputs[GRAINFN], outputs[label]), f"{what}: grainfn != {label}")
 
 
-# ---------------------------------------------------------------------------
 # Timing, and the shape of a suite.
-
-
 @dataclasses.dataclass(frozen=True)
 class Timer:
-    """How long `measure` times an implementation.
-
-    It is done once it has `repeats` runs totalling `min_time` seconds, or
-    `max_repeats` runs, or when its next run would likely take its total past
-    `budget` seconds (it gets one run at least). Its runs go in bursts of `burst`
-    seconds (one run at least) before the next implementation's turn.
-    """
+    """How long `measure` times an implementation: `repeats` runs totalling `min_time` s, at most
+    `max_repeats` or `budget` s (one run at least), in bursts of `burst` s (one run at least)."""
 
     repeats: int = 5
     min_time: float = 0.0
@@ -111,9 +94,7 @@ class Timer:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """A suite's sizes and timing: the base of every suite's `Config`, a frozen dataclass whose
-    sizes default to a full run's. The suite's `DEFAULT` is its full run (with its own `timer`
-    where it has one), its `QUICK` shrinks everything for a smoke run."""
+    """The base of a suite's `Config`: its sizes default to a full run's (the suite's `DEFAULT`)."""
 
     timer: Timer = Timer()
 
@@ -131,28 +112,18 @@ class Step:
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One implementation to time.
+    """One implementation to time; `repeats`, `min_time` and `budget` override the `Timer`'s."""
 
-    Attributes:
-        run: The work; the result of its last timed run is kept.
-        warmup: True: one untimed `run()` first; a callable: call it instead (a
-            cheaper warm-up, e.g. on a small input); False: none.
-        setup: Called untimed before the warm-up and before every timed run.
-        repeats, min_time, budget: Override the `Timer`'s for this case.
-    """
-
-    run: Callable[[], Any]
-    warmup: bool | Callable[[], Any] = True
-    setup: Callable[[], Any] | None = None
+    run: Callable[[], Any]  # the work; the result of its last timed run is kept
+    warmup: bool | Callable[[], Any] = True  # one untimed run() first, or this (cheaper) instead
+    setup: Callable[[], Any] | None = None  # called untimed before the warm-up and every run
     repeats: int | None = None
     min_time: float | None = None
     budget: float | None = None
 
 
-Cases = dict[str, Case]
-"""Implementations of the same work to time together, by label."""
-Figures = dict[str, float | None]
-"""Seconds per item of each implementation, by label (a `Row`'s `per_item`)."""
+Cases = dict[str, Case]  # implementations of the same work to time together, by label
+Figures = dict[str, float | None]  # seconds per item of each implementation (`Row.per_item`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,12 +143,8 @@ class Timing:
 
 
 def measure(cases: Mapping[str, Case], timer: Timer) -> dict[str, Timing]:
-    """Best-of-R wall times of implementations of the same work, their runs interleaved.
-
-    All cases are warmed up first; then the unfinished ones take turns, each
-    running back to back for a burst: all see the same machine, and the runs of
-    a burst reach the steady state of a loop repeating the work.
-    """
+    """Best-of-R wall times of implementations of the same work: all warmed up, then the unfinished
+    ones take turns, running back to back for a burst (all see the same machine)."""
     for case in cases.values():
         if case.setup is not None:
             case.setup()
@@ -257,37 +224,21 @@ def grain_cases(
     return cases
 
 
-# ---------------------------------------------------------------------------
 # Rows and targets.
-
-
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One benchmark's result: seconds per item of each implementation of the same work.
+    """One benchmark's result: seconds per item of each implementation of the same work."""
 
-    Attributes:
-        key: Short name, unique in its suite, that targets start with ("B1").
-        title: What is measured, briefly; the row's name is `key title`.
-        per_item: Seconds per item, keyed by implementation (GRAINFN, GRAIN, HAND...).
-        items: The number of items of the work.
-        unit: How figures show: "s" (the time of all items), "us" (per item) or
-            "rate" (items per second).
-        subject: The implementation the ratios are about.
-        detail: Sizes, checks, what else to know, for the Markdown report.
-        sampled: Implementations measured on a sample of the work, marked `SAMPLED`.
-        checks: Checks of the outputs that are reported (as targets), not raised.
-    """
-
-    key: str
-    title: str
-    per_item: Mapping[str, float | None]
-    items: int = 1
-    unit: str = "s"
+    key: str  # short, unique in its suite, what targets start with ("B1")
+    title: str  # what is measured, briefly; the row's name is `key title`
+    per_item: Mapping[str, float | None]  # seconds per item by implementation (GRAINFN, HAND...)
+    items: int = 1  # the number of items of the work
+    unit: str = "s"  # "s" (all items), "us" (per item), "rate" (per second), "x" (not a time)
     _: dataclasses.KW_ONLY
-    subject: str = GRAINFN
-    detail: str = ""
-    sampled: tuple[str, ...] = ()
-    checks: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+    subject: str = GRAINFN  # the implementation the ratios are about
+    detail: str = ""  # sizes, checks, what else to know, for the Markdown report
+    sampled: tuple[str, ...] = ()  # implementations measured on a sample, marked `SAMPLED`
+    checks: Mapping[str, bool] = dataclasses.field(default_factory=dict)  # reported, not raised
 
     @property
     def name(self) -> str:
@@ -300,6 +251,8 @@ class Row:
             return MISSING
         if self.unit == "rate":
             text = fmt_rate(1 / value, " idx/s")
+        elif self.unit == "x":
+            text = fmt_ratio(value)
         else:
             text = fmt_seconds(value * self.items if self.unit == "s" else value)
         return text + (SAMPLED if key in self.sampled else "")

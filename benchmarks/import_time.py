@@ -1,8 +1,6 @@
 """How long `import grainfn` takes in a fresh interpreter, and which heavy modules it loads.
 
-Each sample starts a new Python process that times `import grainfn` alone (`python
--c`, interpreter start-up excluded); the median of 15 samples (5 with --quick) is
-compared with the 0.3 s budget, next to `import grain` for scale.
+The median of 15 fresh `python -c` imports (5 with --quick), against 0.3 s; Grain's for scale.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """On-device pipelines: one epoch of MNIST-shaped SGD with `fn.to_jax`, against host feeding.
 
-J1 trains a small MLP for one epoch of 60,000 x 784 float32 images in shuffled
-batches of 128 (468 steps), eight ways: grainfn's block form (the epoch in one
-`to_jax(ds).scan`: the subject) and a `lax.scan` over `to_jax(ds).step`; hand
-loops gathering the batches of a `jax.random.permutation` drawn outside the timed
-epoch ("hand") or inside it; grainfn's host pipeline feeding the jitted step,
-plainly and through `fn.put_on_device`; Grain's, plainly and through its
-`device_put`. Every path but the hand loops must give the same per-step batch
-checksums. J2: `jax.jit(to_jax(ds).get_many)` for 2**20 positions of a shuffle
-of 60,000, against the numpy block path. See docs/performance.md, "On device".
+J1: an MLP for an epoch of 60,000 x 784 float32 images, batches of 128, eight ways (the subject
+`to_jax(ds).scan`, hand loops, host pipelines), batch checksums equal. J2: `jax.jit(to_jax(ds)
+.get_many)` for 2**20 positions of a shuffle. See docs/performance.md, "On device".
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Map-level benchmarks: grainfn's `fn` datasets against Google Grain and hand-written loops.
 
-Every row times, in one process, grainfn (`list(fn.elements(ds))`), Grain's
-`to_iter_dataset()` with its default ReadOptions and with `num_threads=0` (warmed up
-on a small pipeline), Grain's `ds[i]` where natural, and a hand-written loop doing
-the same work; grainfn's outputs are checked equal to Grain's. B1: shuffle, map,
-batch; B2: random_map; B4: a mix of shuffled ranges; B5a: index resolution of a
-shuffled slice of a repeat; B5b: random access into a shuffled `range(2**40)`; B6:
-`range(200_000).seed(0).shuffle().batch(32).map(b * 2 + 1)`, B7: the same with the
-map per element before the batch, both also through the facade (`list(ds)`).
+Each row: grainfn (`list(fn.elements(ds))`), Grain's `to_iter_dataset()` (default and 0 threads),
+`ds[i]` where natural, a hand loop; outputs equal to Grain's. B1: shuffle, map, batch; B2:
+random_map; B4: a mix; B5a, B5b: index resolution, random access; B6, B7: batch and map.
 """
 
 from __future__ import annotations
@@ -28,8 +23,7 @@ from grainfn import fn
 FACADE, GRAIN_RANDOM = "grainfn facade", "Grain `ds[i]`"
 BATCH = 32
 B4_WEIGHTS = (0.5, 0.3, 0.2)
-B4_PERIOD = np.repeat(np.arange(3), [round(w * 10) for w in B4_WEIGHTS])
-"""The B4 hand loop's fixed interleaving: 10 positions, 5, 3 and 2 of them per component."""
+B4_PERIOD = np.repeat(np.arange(3), [round(w * 10) for w in B4_WEIGHTS])  # the B4 hand loop's
 B5_EPOCHS, B5_SLICE, B5_SEED, B5_BLOCK = 10, slice(1, None, 3), 7, 65_536
 B5B_LENGTH, B5B_SEED = 2**40, 3
 
@@ -69,8 +63,7 @@ def add_random(x: int, rng: np.random.Generator) -> Any:
 
 
 def clear_shuffle_tables() -> None:
-    """Forgets grainfn's cached shuffle tables (one per length up to 2**16 and seed), so that
-    every run pays for its own, as every new epoch (a new seed) does."""
+    """Forgets grainfn's cached shuffle tables: every run pays for its own, as a new epoch does."""
     try:
         from grainfn._src.index import shuffle
 
@@ -126,11 +119,7 @@ def hand_b1(n: int) -> list[np.ndarray]:
 
 
 def hand_b2(stage_seed: int, n: int) -> list[Any]:
-    """One Philox bit generator whose state is rewound to counter [0, 0, 0, i] for element i.
-
-    That is Grain's (and grainfn's) per-element stream for `stage_seed`, so the
-    outputs are identical; it is the cheapest per-element generator found.
-    """
+    """One Philox bit generator rewound to counter [0, 0, 0, i] for element i: Grain's stream."""
     key = np.random.SeedSequence(stage_seed).generate_state(2, dtype=np.uint64)
     bits = np.random.Philox(key=key)
     rng = np.random.Generator(bits)
@@ -177,8 +166,7 @@ BATCHES = {  # B1, B6, B7: key -> title, grainfn's core, the facade's and Grain'
 
 
 def batches(c: Config, key: str) -> list[h.Row]:
-    """B1, B6, B7: batches of a shuffled range; grainfn's = the facade's (B6, B7) = Grain's,
-    the hand loop's the same values."""
+    """B1, B6, B7: batches of a shuffled range, equal in every implementation but the hand's."""
     title, core, pipeline, hand = BATCHES[key]
     n, count, ds = c.b1_n, math.ceil(c.b1_n / BATCH), core(c.b1_n)
     cases = {h.GRAINFN: h.Case(lambda: list(fn.elements(ds)))}

@@ -1,14 +1,8 @@
 """Worker-process benchmarks: grainfn's `mp_prefetch` against Grain's, the same code for both.
 
-P1: a ~2 ms pure-Python map with 0, 1 and 2 workers, end to end (start-up
-included) and steady state, beside the machine's ceiling (plain processes already
-started). P2: time to the first element with 2 workers, warm and in a new
-interpreter. P3: (64, 64, 64, 3) uint8 arrays made in 2 workers, every byte
-checked. P4: a state taken with 2 workers, restored with 0, 1 and no
-`mp_prefetch`. P5, P6: a cheap flip of small images and a ~0.3 ms map, 0 and 2
-workers, also with grainfn's workers pinned (`adaptive=False`): the workers must
-earn their place. Grain is imported only where used: spawned workers re-import
-this module. See docs/performance.md, "Worker processes".
+P1: a ~2 ms map, 0, 1 and 2 workers, and the ceiling; P2: the first element; P3: 768 KiB arrays;
+P4: a state taken with 2 workers; P5, P6: a cheap flip and a ~0.3 ms map, 0 and 2 workers. Grain
+is imported only where used: spawned workers re-import this module. See docs/performance.md.
 """
 
 from __future__ import annotations
@@ -112,8 +106,7 @@ if __name__ == "__main__":
 
 
 def cold_first_element(name: str) -> float:
-    """Seconds from `iter(ds)` to the first element in a fresh interpreter, where nothing is warm
-    (grainfn starts its fork server, Grain its spawned workers); start-up and imports excluded."""
+    """Seconds from `iter(ds)` to the first element in a fresh interpreter (nothing warm)."""
     command = [sys.executable, "-c", COLD_START, name]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120)
     return float(done.stdout.strip().splitlines()[-1])

@@ -1,10 +1,7 @@
 """Preprocessing on Ray actors (`fn.ray_prefetch`) against worker processes (`fn.mp_prefetch`).
 
-A local Ray of 2 CPUs, a `RayPool` of 2 actors kept warm across the runs, against
-`mp_prefetch(2)` and reading in this process. R1: a ~1 ms map over a shuffle, in
-batches of 16: steady state per element, and the time to the first batch. R2: a
-block's round trip to an idle actor, and bringing back 1 MiB, against a worker
-process's pipe and shared memory. Every path's elements are checked to be equal.
+A local Ray of 2 CPUs, 2 actors kept warm, against `mp_prefetch(2)` and reading here. R1: a ~1 ms
+map, shuffled, batches of 16; R2: a block's round trip, and 1 MiB back. Elements checked equal.
 """
 
 from __future__ import annotations
@@ -80,8 +77,7 @@ def heavy_rows(count: int) -> list[h.Row]:
 
 
 def per_block(submit: Any, blocks: int) -> float:
-    """The median seconds of one block read through `submit(first, stop).result()`, one at a
-    time (the executor idle before each)."""
+    """The median seconds of a block read by `submit(first, stop).result()`, one at a time."""
     times = []
     for position in range(blocks):
         started = time.perf_counter()

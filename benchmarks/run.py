@@ -1,11 +1,8 @@
 """The benchmark harness, the running side: suites run and printed, and the `bench` command.
 
-A suite (`benchmarks/NAME.py`) is a list of `Step`s, each measuring `Row`s with
-`benchmarks.harness`, and a function judging its `Target`s from the rows.
-`run_suite` runs one suite in this process (`python -m benchmarks.NAME [--quick]
-[--markdown PATH] [--json PATH]`) with its `DEFAULT` or `QUICK` config; `main`
-runs several, each in its own process (`python -m grainfn bench`), with a
-progress bar per suite, then prints one table and the targets summary.
+`run_suite` runs one suite in this process (`python -m benchmarks.NAME [--quick] [--check]
+[--markdown PATH] [--json PATH]`); `main` runs several, each in its own process (`python -m
+grainfn bench`), with a progress bar per suite, then prints one table and the targets summary.
 """
 
 from __future__ import annotations
@@ -26,21 +23,16 @@ from typing import Any
 
 from benchmarks.harness import HAND, SAMPLED, C, Row, Step, Target, fmt_ratio, require, status
 
-SUITES = (
+SUITES = (  # the suites, by module name under `benchmarks`, in the order they run
     *("import_time", "map_level", "streams", "facade", "array_record"),
-    *("checkpoint", "parallel", "scaling", "dataloader", "packing", "jax_device", "elastic"),
-    "ray_cluster",
+    *("checkpoint", "parallel", "scaling", "dataloader", "big_source", "packing", "jax_device"),
+    *("elastic", "ray_cluster"),
 )
-"""The suites, by module name under `benchmarks`, in the order they run."""
 ROOT = Path(__file__).resolve().parents[1]
-WIDTH = 100
-"""The most characters a line of the printed table has."""
+WIDTH = 100  # the most characters a line of the printed table has
 
 
-# ---------------------------------------------------------------------------
 # One suite, in this process.
-
-
 @dataclasses.dataclass(frozen=True)
 class SuiteReport:
     """A suite's run (what `--json` writes): its rows and targets, or why it failed."""
@@ -62,10 +54,11 @@ class SuiteReport:
 
 
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    """The options of the suites and of `main`: `--quick` and `--markdown PATH`."""
+    """The options of the suites and of `main`: `--quick`, `--markdown PATH` and `--check`."""
     out = argparse.ArgumentParser(prog=prog, description=description)
     out.add_argument("--quick", action="store_true", help="small sizes, fewer runs: a smoke run")
     out.add_argument("--markdown", metavar="PATH", help="also write the long report to PATH")
+    out.add_argument("--check", action="store_true", help="exit with 1 if a target is NOT met")
     return out
 
 
@@ -89,17 +82,8 @@ def run_suite(
     quick: C,
     argv: list[str] | None = None,
 ) -> None:
-    """`python -m benchmarks.NAME`: measures the steps, prints the table, writes the files.
-
-    Args:
-        name: The suite, e.g. "map_level".
-        doc: The suite's docstring; its first line is the `--help` description.
-        steps: The steps to measure, given the config.
-        targets: The targets, given the rows by key.
-        default: The suite's config of a full run (`DEFAULT`).
-        quick: Its config of a smoke run, with `--quick` (`QUICK`).
-        argv: The arguments, without the program name.
-    """
+    """`python -m benchmarks.NAME`: measures the steps of `default` (`quick` with --quick), prints
+    the table, writes the files; `doc`'s first line is `--help`'s, `argv` has no program name."""
     options = parser(f"python -m benchmarks.{name}", doc.split("\n")[0])
     options.add_argument("--json", metavar="PATH", help="also write the rows and targets to PATH")
     options.add_argument("--events", help=argparse.SUPPRESS)  # progress file for `main`
@@ -130,14 +114,12 @@ def run_suite(
     print(summary_text([report]))
     if args.markdown:
         Path(args.markdown).write_text(markdown_text([report]), "utf-8")
+    if args.check and not all(t.met for t in report.targets):
+        sys.exit(1)
 
 
 class ProgressBar:
-    """A suite's progress line, `[3/9] parallel  ████░░░░ 2/4 P3  41 s`, on stderr.
-
-    In a terminal the line is redrawn in place; elsewhere a new line is printed
-    when the step changes.
-    """
+    """A suite's progress line on stderr, redrawn in place: `[3/9] parallel  ████░░░░ 2/4 P3`."""
 
     def __init__(self, position: str, suite: str) -> None:
         self.position, self.suite, self.tty, self.last = position, suite, sys.stderr.isatty(), ""
@@ -158,13 +140,9 @@ class ProgressBar:
             sys.stderr.write("\n")
 
 
-# ---------------------------------------------------------------------------
 # Tables.
-
-
 def table(headers: Sequence[str], body: Sequence[Sequence[str]], left: int, markdown: bool) -> str:
-    """A table, the first `left` columns left-aligned: Markdown, or plain text no wider than
-    `WIDTH` (its second column shortened, ending in '…', where it must)."""
+    """A table, the first `left` columns left-aligned: Markdown, or plain text within `WIDTH`."""
     cells = [list(headers), *(list(row) for row in body)]
     widths = [max(3, *(len(row[i]) for row in cells)) for i in range(len(headers))]
     if markdown:
@@ -264,10 +242,7 @@ def environment() -> list[str]:
     ]
 
 
-# ---------------------------------------------------------------------------
 # `python -m grainfn bench`: the suites, each in its own process.
-
-
 def main(argv: list[str] | None = None, prog: str = "python -m benchmarks.run") -> int:
     """Runs the chosen suites, prints one table and the targets summary; returns the exit status."""
     options = parser(
@@ -297,7 +272,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m benchmarks.run") 
     if args.markdown:
         Path(args.markdown).write_text(markdown_text(reports), "utf-8")
         print(f"(the long report is in {args.markdown})")
-    return 0 if all(r.status == 0 for r in reports) else 1
+    missed = args.check and not all(t.met for r in reports for t in r.targets)
+    return 1 if missed or any(r.status != 0 for r in reports) else 0
 
 
 def run_process(name: str, quick: bool, position: str, folder: Path) -> SuiteReport:

@@ -1,10 +1,7 @@
 """Process-pool scaling: `mp_prefetch` with as many workers as the machine has cores for.
 
-S1: a ~2 ms pure-Python map read by grainfn and Grain with 0, 1, 2, 4, 8 and 16
-workers (up to the core count), about 50 elements per worker: seconds per element
-in steady state and the speed-up over 0 workers, beside the same calls in that
-many plain processes (the machine's ceiling). On 2 cores this is P1 again. Grain
-is imported only where used: spawned workers re-import this module.
+S1: a ~2 ms map with 0 to 16 workers (up to the core count), beside plain processes (the ceiling).
+Grain is imported only where used: spawned workers re-import this module.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ from benchmarks import workers as wk
 from benchmarks.run import run_suite
 
 COUNTS = (0, 1, 2, 4, 8, 16)
-CEILING = "processes"
-"""The per-item figure of the plain processes: the machine's ceiling."""
+CEILING = "processes"  # the per-item figure of the plain processes: the machine's ceiling
 
 
 @dataclasses.dataclass(frozen=True)

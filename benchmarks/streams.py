@@ -1,11 +1,7 @@
 """Stream benchmarks: grainfn's `fn.iterate` against Grain's IterDataset and a hand loop.
 
-S1: map_level's B1 read as a stream with `fn.iterate`, against the same dataset
-through `fn.elements`, Grain and the hand loop. B3: `range(200_000).seed(2)
-.shuffle().filter(x % 3 == 0)`, then a stream-level `batch(32)`. State: reading
-the state after an element, and resuming at position 10**3 and 10**6, grainfn and
-Grain (best of 5 `timeit` repeats). Grain is warmed up on the full pipeline, within
-a time budget of its own. See docs/performance.md, "Streams".
+S1: map_level's B1 as a stream; B3: a shuffled, filtered range, then a stream-level `batch(32)`;
+State: after an element, and resuming at 10**3 and 10**6. See docs/performance.md, "Streams".
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Tools of the suites that read through worker processes (`parallel`, `dataloader`, `scaling`).
+"""Tools of the suites that read through worker processes (`parallel`, `dataloader`, `scaling`...).
 
-The work (`Spin`, a CPU-bound map calibrated to a time per call) and the same
-calls shared by plain processes (the machine's ceiling), the two libraries
-giving the Grain API, reads timed from `iter(ds)` to the first element and to
-the last, rows of 0 against 2 workers, and states taken and restored.
-Grain is imported only where used: spawned workers re-import the suites and
-this module.
+CPU-bound work (`Spin`), the two libraries, reads timed to the first and last element, rows of 0
+against 2 workers, states. Grain is imported only where used: workers re-import this module.
 """
 
 from __future__ import annotations
@@ -74,8 +70,7 @@ def spin_range(work: Spin, first: int, stop: int, ready: Any, go: Any, done: Any
 
 
 def plain_processes(work: Spin, n: int, processes: int) -> float:
-    """Seconds for `processes` started, waiting processes to share `n` calls of `work`: the
-    most this many processes can do here, without any library and without start-up."""
+    """Seconds for `processes` started processes to share `n` calls of `work`: the ceiling."""
     context = multiprocessing.get_context("spawn")
     ready, done, go = context.Queue(), context.Queue(), context.Event()
     bounds = [n * i // processes for i in range(processes + 1)]
@@ -146,8 +141,7 @@ class Read:
 
 
 def timed_read(ds: Any, reads: list[Read], keep: Callable[[Any], Any] | None = None) -> list[Any]:
-    """Reads `ds` to the end, appends the timing to `reads`; returns the elements, or
-    `keep(element)` of each where `keep` is given."""
+    """Reads `ds` to the end, the timing appended to `reads`: the elements (or `keep` of each)."""
     started = time.perf_counter()
     it = iter(ds)
     try:
@@ -170,9 +164,8 @@ def time_workers(
     repeats: int,
     worker_counts: Sequence[int],
 ) -> tuple[dict[tuple[str, int], list[Read]], dict[tuple[str, int], Any]]:
-    """Times `read(build(lib, n, workers))` for each of the `libraries` (by name) and worker count,
-    warmed up on `warmup_n` elements, the runs alternating one by one, each starting its own
-    workers as a new `iter(ds)` does; returns every run's `Read` and each case's last output."""
+    """Times `read(build(lib, n, workers))` per library (by name) and worker count, warmed up on
+    `warmup_n` elements, runs alternating; returns every run's `Read`, each case's last output."""
     cases: dict[tuple[str, int], Case] = {}
     reads: dict[tuple[str, int], list[Read]] = {}
     for (name, lib), workers in itertools.product(libraries.items(), worker_counts):
@@ -185,8 +178,7 @@ def time_workers(
 
 
 def worker_rows(prefix: str, reads: dict[tuple[str, int], list[Read]], items: int) -> list[Row]:
-    """Per worker count, a row of each library's best time from `iter(ds)` to the end, with the
-    median time to the first element, and a row of its best time from the first element on."""
+    """Per worker count, rows of the best times from `iter(ds)` (with median firsts) and after."""
     rows = []
     for workers in sorted({w for _, w in reads}):
         key = f"{prefix} {plural(workers, 'worker')}"
@@ -227,10 +219,8 @@ def map_pipeline(
 def earn_their_place(
     prefix: str, transform: Callable[[int], Any], n: int, warmup_n: int, repeats: int
 ) -> list[Row]:
-    """`worker_rows` of `range(n).map(transform)` read with 0 and 2 workers by grainfn, Grain,
-    and grainfn with its workers pinned (`adaptive=False`: what the policy saves), each element
-    kept as its sum and checked; the last row's detail gives each case's time with 2 workers
-    against grainfn's with 0."""
+    """`worker_rows` of `range(n).map(transform)`, 0 and 2 workers, by grainfn, Grain and grainfn
+    pinned (`adaptive=False`), elements kept as sums and checked; 2 workers against grainfn's 0."""
 
     def build(lib: Any, size: int, workers: int) -> Any:
         if lib is not None:
