@@ -395,7 +395,9 @@ class _WarmUp:
     It writes the pipeline's memory file, then starts the workers in order
     and files them in `workers` (the pool's). It holds what starting needs,
     not the pool, so that a pool dropped meanwhile is collected: the pool's
-    finalizer then stops it (`stop`) before it stops the workers.
+    finalizer then stops it (`stop`) before it stops the workers. Stopping
+    never waits for a start under way (the fork server's own start takes a
+    while): the worker it brings is killed by the thread itself.
     """
 
     def __init__(
@@ -407,6 +409,8 @@ class _WarmUp:
     ) -> None:
         self.start, self.shipped, self.count, self.workers = start, shipped, count, workers
         self.stopping = False
+        # Re-entrant: the garbage collector may run the pool's finalizer in this very thread.
+        self.lock = threading.RLock()
         self.thread = threading.Thread(target=self._run, name="grainfn-worker-start", daemon=True)
         self.thread.start()
 
@@ -421,17 +425,18 @@ class _WarmUp:
                 worker = self.start(index)
             except Exception:  # started again by its first block, which raises the error
                 return
-            if self.stopping:  # the pool was collected while this worker started
-                kill(worker.process)
-                worker.channel.close()
-                return
-            self.workers[index] = worker
+            with self.lock:
+                if not self.stopping:
+                    self.workers[index] = worker
+                    continue
+            kill(worker.process)  # the pool was closed while this worker started
+            worker.channel.close()
+            return
 
     def stop(self) -> None:
-        """Starts no more workers; returns once the thread is done."""
-        self.stopping = True
-        if self.thread is not threading.current_thread():
-            self.thread.join()
+        """Starts no more workers and files none; a start under way ends in the thread."""
+        with self.lock:
+            self.stopping = True
 
 
 def _stop_pool(owner: int, workers: dict[int, Worker], warm_up: list[_WarmUp]) -> None:
