@@ -15,6 +15,8 @@ from typing import Any, NamedTuple, Union
 
 import numpy as np
 
+from grainfn._src.core import validate
+
 
 class Map(abc.ABC):
     """A one-to-one transformation: subclass it and define `map(element)`."""
@@ -86,6 +88,9 @@ class Batch:
     batch_size: int
     drop_remainder: bool = False
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+    def __post_init__(self) -> None:
+        validate.check_flag(self.drop_remainder, "Batch drop_remainder")
 
 
 class DatasetSelectionMap(abc.ABC):

@@ -22,6 +22,7 @@ from typing import Any
 import orbax.checkpoint as ocp
 
 from grainfn._src.checkpoint import files
+from grainfn._src.core import validate
 
 
 class CheckpointHandler(ocp.AsyncCheckpointHandler):
@@ -126,6 +127,7 @@ class CheckpointSave(ocp.args.CheckpointArgs):
     grain_format: bool = False
 
     def __post_init__(self) -> None:
+        validate.check_flag(self.grain_format, "CheckpointSave grain_format")
         if self.grain_format and not callable(getattr(self.item, "grain_state", None)):
             raise TypeError(
                 "CheckpointSave(grain_format=True) needs a grainfn DatasetIterator or DataLoader "

@@ -216,7 +216,8 @@ def from_dataset(
     ds = as_dataset(ds, "from_dataset")
     threads = validate.check_nonnegative_int(threads, "threads")
     buffer = validate.check_positive_int(buffer, "buffer")
-    return FromDatasetStream(ds, bool(allow_nones), threads, buffer)
+    allow_nones = validate.check_flag(allow_nones, "from_dataset allow_nones")
+    return FromDatasetStream(ds, allow_nones, threads, buffer)
 
 
 def elements(

@@ -192,7 +192,8 @@ def check_flag(value: Any, what: str) -> bool:
         ...
         TypeError: adaptive must be True or False, got 'False' (a str).
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's, unimported
+    kind = type(value)
+    if kind is bool or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")):
         return bool(value)
     raise TypeError(
         f"{what} must be True or False, got {short_repr(value)} (a {type(value).__name__})."
@@ -395,8 +396,37 @@ def note_source_error(error: BaseException, source: str, key: int, index: int) -
     error.add_note(f"Raised by the data source {source}, reading source[{key}] (position {index}).")
 
 
+def verdict_truth(verdict: Any) -> bool:
+    """A predicate's result read as a bool: a bool (numpy's too), or an integer (`x % 2`).
+
+    Anything else is refused rather than read with `bool()`: None (a
+    forgotten `return`) would drop every element, the string 'False' keep
+    every one. An array of one element counts as its element.
+
+    Raises:
+        TypeError: for anything else (`ambiguous_verdict` says what to do).
+
+    Examples:
+        >>> import numpy as np
+        >>> verdict_truth(True), verdict_truth(0), verdict_truth(np.int64(3) % 2)
+        (True, False, True)
+        >>> verdict_truth(None)
+        Traceback (most recent call last):
+        ...
+        TypeError: None is not a bool
+    """
+    if verdict is True or verdict is False:
+        return verdict
+    dtype = getattr(verdict, "dtype", None)
+    if dtype is not None and getattr(verdict, "size", 0) == 1 and dtype.kind in "biu":
+        return bool(verdict)  # numpy's and jax's bools and integers, and 1-element arrays
+    if isinstance(verdict, int):
+        return bool(verdict)
+    raise TypeError(f"{short_repr(verdict)} is not a bool")
+
+
 def ambiguous_verdict(verdict: Any, stage: str, where: str) -> TypeError:
-    """The error for a filter predicate's result that `bool()` refuses (an array).
+    """The error for a predicate's result that is not a bool (see `verdict_truth`).
 
     Examples:
         >>> import numpy as np
@@ -406,11 +436,22 @@ def ambiguous_verdict(verdict: Any, stage: str, where: str) -> TypeError:
         TypeError: The predicate of filter(keep) must return a bool; reading position 3 it
         returned an array of shape (2,), whose truth value is ambiguous. Reduce it to one
         bool, with .any() or .all() for example.
+        >>> raise ambiguous_verdict(None, "filter(keep)", "position 3")
+        Traceback (most recent call last):
+        ...
+        TypeError: The predicate of filter(keep) must return a bool; reading position 3 it
+        returned None (a NoneType). Return True to keep the element and False to drop it (a
+        forgotten `return` returns None).
     """
     shape = getattr(verdict, "shape", None)
-    what = f"an array of shape {shape}" if shape is not None else repr(verdict)
+    if shape is not None and shape != ():
+        return TypeError(
+            f"The predicate of {stage} must return a bool; reading {where} it returned an "
+            f"array of shape {shape}, whose truth value is ambiguous. Reduce it to one bool, "
+            "with .any() or .all() for example."
+        )
     return TypeError(
-        f"The predicate of {stage} must return a bool; reading {where} it returned {what}, "
-        "whose truth value is ambiguous. Reduce it to one bool, with .any() or .all() "
-        "for example."
+        f"The predicate of {stage} must return a bool; reading {where} it returned "
+        f"{short_repr(verdict)} (a {type(verdict).__name__}). Return True to keep the element "
+        "and False to drop it (a forgotten `return` returns None)."
     )

@@ -54,5 +54,6 @@ def grain_worker_order(
         [[0, 2], [1, 3], [4, 6], [5]]
     """
     count = validate.check_positive_int(num_workers, "num_workers")
+    sequential = validate.check_flag(sequential, "sequential")
     shards = tuple(logical_shard(stream, w, count, sequential=sequential) for w in range(count))
     return GrainWorkerOrderStream(shards, count)

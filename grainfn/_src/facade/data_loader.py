@@ -105,12 +105,12 @@ class DataLoader:
         self._multiprocessing_options = MultiprocessingOptions(
             num_workers=count,
             per_worker_buffer_size=max(1, buffer),
-            enable_profiling=bool(enable_profiling),
+            enable_profiling=validate.check_flag(enable_profiling, "enable_profiling"),
             worker_timeout=check_worker_timeout(worker_timeout),
             adaptive=validate.check_flag(adaptive, "adaptive"),
         )
         self._ray_pool = check_ray_pool(ray_pool, count)
-        self._grain_worker_order = bool(grain_worker_order)
+        self._grain_worker_order = validate.check_flag(grain_worker_order, "grain_worker_order")
         self._shard_options = _shard_options(shard_options, sampler)
         self._read_options = read_options or ReadOptions()
         if not isinstance(self._read_options, ReadOptions):

@@ -333,6 +333,8 @@ class IterDataset(_Stages[T]):
         if not isinstance(options, MultiprocessingOptions):
             raise TypeError(f"mp_prefetch takes a grainfn.MultiprocessingOptions, got {options!r}.")
         parent = self.core
+        sequential_slice = validate.check_flag(sequential_slice, "mp_prefetch sequential_slice")
+        grain_worker_order = validate.check_flag(grain_worker_order, "grain_worker_order")
         if grain_worker_order and options.num_workers > 0:
             parent = fn.grain_worker_order(options.num_workers, parent, sequential=sequential_slice)
         arguments = options.prefetch_arguments()

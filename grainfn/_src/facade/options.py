@@ -98,6 +98,7 @@ class MultiprocessingOptions:
             self.per_worker_buffer_size, "MultiprocessingOptions.per_worker_buffer_size"
         )
         check_worker_timeout(self.worker_timeout, "MultiprocessingOptions.worker_timeout")
+        validate.check_flag(self.enable_profiling, "MultiprocessingOptions.enable_profiling")
         validate.check_flag(self.adaptive, "MultiprocessingOptions.adaptive")
 
     def prefetch_arguments(self) -> dict[str, Any]:

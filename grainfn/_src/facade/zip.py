@@ -58,4 +58,4 @@ class ZipIterDataset(IterDataset[tuple[Any, ...]]):
             for parent in dataset_list(parents, "ZipIterDataset")
         ]
         super().__init__(parents)
-        self._core = fn.zip(streams, strict=bool(strict))
+        self._core = fn.zip(streams, strict=strict)

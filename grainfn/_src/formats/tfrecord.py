@@ -394,6 +394,5 @@ def tfrecord(path: Any, *, verify_data_crc: bool = False) -> TFRecordStream:
         [b'bc', b'd']
         >>> folder.cleanup()
     """
-    if not isinstance(verify_data_crc, bool):
-        raise TypeError(f"verify_data_crc must be a bool, got {verify_data_crc!r}.")
-    return TFRecordStream(validate.check_path(path, "TFRecord"), verify_data_crc)
+    verify = validate.check_flag(verify_data_crc, "verify_data_crc")
+    return TFRecordStream(validate.check_path(path, "TFRecord"), verify)

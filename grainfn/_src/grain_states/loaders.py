@@ -66,25 +66,40 @@ def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
         >>> records_taken(state, ShardOptions(0, 1))  # a complete round of 2 workers
         2
     """
-    last_seen = _last_seen(state, _integer(state, "worker_count"))
-    return 1 + max(_local_record(last, shard, key) for key, last in last_seen.items())
+    workers = _integer(state, "worker_count")
+    last_seen = _last_seen(state, workers)
+    return 1 + max(_local_record(last, shard, key, workers) for key, last in last_seen.items())
 
 
 def _last_seen(state: dict[str, Any], workers: int) -> dict[str, Any]:
-    """Grain's `last_seen_indices`, checked to name each of the `workers` (one for 0)."""
+    """Grain's `last_seen_indices`, checked to name each of the `workers` (one for 0).
+
+    Checked against the entries the state holds, never by listing `workers`
+    numbers: a state's claim costs no more than the state itself.
+    """
     last_seen = state.get("last_seen_indices")
-    keys = [str(k) for k in range(max(1, workers))]
-    if not isinstance(last_seen, dict) or sorted(last_seen) != sorted(keys):
+    count = max(1, workers)
+    if (
+        not isinstance(last_seen, dict)
+        or len(last_seen) != count
+        or set(last_seen) != {str(k) for k in range(len(last_seen))}
+    ):
+        numbers = "'0'" if count == 1 else f"'0' to '{count - 1}'"
         raise ValueError(
-            f"Grain's DataLoader state should map the worker numbers {keys} to sampler indices "
-            f"in 'last_seen_indices', got {records.describe_value(last_seen)}: it is not the "
-            f"state of a DataLoader with {workers} workers."
+            f"Grain's DataLoader state should map the worker numbers {numbers} to sampler "
+            f"indices in 'last_seen_indices', got {records.describe_value(last_seen)}: it is "
+            f"not the state of a DataLoader with {workers} workers."
         )
     return last_seen
 
 
-def _local_record(last: Any, shard: ShardOptions, key: str) -> int:
-    """The local record of `shard` that sampler index `last` names (negative: none yet)."""
+def _local_record(last: Any, shard: ShardOptions, key: str, workers: int) -> int:
+    """The local record of `shard` that worker `key` last returned (negative: none yet).
+
+    Worker `k` of `w` reads the local records `k, k + w, ...` (without
+    workers, all of them), so it names one of those, or `k - w`, the one
+    before its first; anything else is another loader's state.
+    """
     if isinstance(last, bool) or not isinstance(last, int):
         raise ValueError(
             f"Grain's DataLoader state should hold an integer index for worker {key} in "
@@ -96,6 +111,16 @@ def _local_record(last: Any, shard: ShardOptions, key: str) -> int:
             f"Grain's DataLoader state names sampler index {last}, which shard "
             f"{shard.shard_index} of {shard.shard_count} does not read: the state belongs to "
             "another shard or loader."
+        )
+    step, worker = max(1, workers), int(key)
+    before_first = worker - step
+    if local < before_first or (local - worker) % step:
+        before = shard.shard_index + before_first * shard.shard_count
+        raise ValueError(
+            f"Grain's DataLoader state names sampler index {last} for worker {key} of "
+            f"{workers}, which that worker never returns: it returns every {step}th local "
+            f"record of the shard from record {worker}, and before its first the index is "
+            f"{before}. The state was changed, or belongs to another loader."
         )
     return local
 
@@ -143,13 +168,7 @@ def _ordered_from_grain(
     last_seen = _last_seen(state, workers)
     slots = []
     for k in range(workers):
-        local = _local_record(last_seen[str(k)], shard, str(k))
-        own, off = divmod(local - k, workers)
-        if off:
-            raise ValueError(
-                f"Grain's DataLoader state says worker {k} returned the shard's record {local}, "
-                f"which worker {local % workers} of {workers} reads: it is another loader's state."
-            )
+        own = (_local_record(last_seen[str(k)], shard, str(k), workers) - k) // workers
         record = _at_record(stream.components[k], own + 1, one_to_one=False)
         slots.append(InterleaveSlot(k, False, record))
     last_worker = _integer(state, "last_worker_index", least=-1)

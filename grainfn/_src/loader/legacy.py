@@ -105,6 +105,7 @@ class BatchOperation:
 
     def __post_init__(self) -> None:
         validate.check_positive_int(self.batch_size, "batch_size")
+        validate.check_flag(self.drop_remainder, "BatchOperation drop_remainder")
 
     def __call__(self, input_iterator: Iterator[Record[Any]]) -> Iterator[Record[Any]]:
         """The batches, each with the metadata of its last record (without its key)."""

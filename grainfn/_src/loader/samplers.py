@@ -154,11 +154,12 @@ class IndexSampler(BaseSampler):
         super().__init__(num_records, shard_options, seed, "IndexSampler")
         if num_epochs is not None:
             num_epochs = validate.check_positive_int(num_epochs, "num_epochs", validate.INT64_MAX)
+        shuffle = validate.check_flag(shuffle, "IndexSampler shuffle")
         if shuffle and seed is None:
             raise ValueError(
                 "IndexSampler(shuffle=True) needs a seed: pass seed=<int in [0, 2**32)>."
             )
-        self._shuffle = bool(shuffle)
+        self._shuffle = shuffle
         self._num_epochs = num_epochs
         self._keys = self._key_dataset()
         self._max_index: int | None = None

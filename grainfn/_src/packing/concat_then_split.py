@@ -293,13 +293,8 @@ def concat_then_split(
             f"bos_features={list(bos)} and bos_token_id={bos_token_id} go together: the token "
             "replaces the first token of each part of those features. Give both or neither."
         )
-    if not isinstance(split_full_length_features, bool):
-        raise TypeError(
-            f"split_full_length_features must be a bool, got {split_full_length_features!r}."
-        )
-    return ConcatThenSplitStream(
-        stream, lengths, meta, split_full_length_features, bos, bos_token_id
-    )
+    split = validate.check_flag(split_full_length_features, "split_full_length_features")
+    return ConcatThenSplitStream(stream, lengths, meta, split, bos, bos_token_id)
 
 
 def _is_count(value: Any) -> bool:

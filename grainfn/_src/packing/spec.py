@@ -244,7 +244,7 @@ def pack_spec(
         lengths=lengths,
         num_bins=bins,
         seed=validate.check_nonnegative_int(given["seed"], "seed"),
-        shuffle_bins=_flag(given["shuffle_bins"], "shuffle_bins"),
+        shuffle_bins=validate.check_flag(given["shuffle_bins"], "shuffle_bins"),
         group_by=given["shuffle_bins_group_by_feature"],
         meta_features=_meta_features(given["meta_features"]),
         alignments=alignments,
@@ -364,12 +364,6 @@ def _padding(value: Any, what: str) -> Any:
     if value is not None and (isinstance(value, Mapping) or np.ndim(value) != 0):
         raise TypeError(f"{what} must be a scalar or None (zeros), got {value!r}.")
     return value
-
-
-def _flag(value: Any, what: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{what} must be True or False, got {value!r}.")
-    return bool(value)
 
 
 def _check_names(spec: PackSpec) -> None:

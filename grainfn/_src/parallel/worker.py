@@ -32,6 +32,7 @@ import cloudpickle
 
 from grainfn._src.core.blocks import read_block
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.validate import UserStopIterationError
 from grainfn._src.parallel.shipping import load_message
 from grainfn._src.parallel.transfer import Channel, encode
 
@@ -53,7 +54,7 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
         *leaves, init = load_message(pipeline, descriptor)
         del pipeline
         if init is not None:
-            init(index, count)
+            _run_init(init, index, count)
     except Exception as error:
         _note_main_module(error)
         channel.send(("init-error", error_payload(error), traceback.format_exc()))
@@ -74,6 +75,19 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
                 return  # the parent is gone
             if last:
                 break
+
+
+def _run_init(init: Any, index: int, count: int) -> None:
+    """`init(index, count)`; a StopIteration out of it is an error, not the end of the data."""
+    try:
+        init(index, count)
+    except StopIteration as stop:
+        raise UserStopIterationError(
+            f"worker_init_fn raised StopIteration in grainfn worker {index}. Passed on, it "
+            "would end the data silently with no element, so it is this error instead (the "
+            "StopIteration is its __cause__). Return from worker_init_fn, or raise another "
+            "exception to stop the run."
+        ) from stop
 
 
 def _answer(

@@ -327,6 +327,8 @@ def batch(
         ['a', 'b']
     """
     batch_size = validate.check_positive_int(batch_size, "batch_size", validate.INT64_MAX)
+    drop_remainder = validate.check_flag(drop_remainder, "batch drop_remainder")
+    sort_keys = validate.check_flag(sort_keys, "batch sort_keys")
     if batch_fn is not None:
         validate.check_callable(batch_fn, "batch_fn")
         if sort_keys:
@@ -336,7 +338,7 @@ def batch(
                 "Drop sort_keys, and order the keys in the batch_fn if they matter."
             )
     if isinstance(data, Stream):
-        return BatchedStream(data, batch_size, bool(drop_remainder), batch_fn, bool(sort_keys))
+        return BatchedStream(data, batch_size, drop_remainder, batch_fn, sort_keys)
     ds = as_dataset(data, "batch")
     if (found := upstream_holes(ds)) is not None:
         raise ValueError(
@@ -345,7 +347,7 @@ def batch(
             "first: fn.batch(n, fn.from_dataset(ds)), or ds.to_iter_dataset().batch(n) in the "
             "Grain API."
         )
-    return BatchedDataset(ds, batch_size, bool(drop_remainder), batch_fn, bool(sort_keys))
+    return BatchedDataset(ds, batch_size, drop_remainder, batch_fn, sort_keys)
 
 
 def sorted_keys(batch: Any, like: Any) -> Any:

@@ -56,7 +56,7 @@ class FilteredDataset(ElementStage[Any]):
             validate.note_user_error(error, self.describe_stage(), f"position {index}")
             raise
         try:
-            return element if verdict else None
+            return element if validate.verdict_truth(verdict) else None
         except (ValueError, TypeError) as error:
             where = f"position {index}"
             raise validate.ambiguous_verdict(verdict, self.describe_stage(), where) from error
@@ -64,10 +64,14 @@ class FilteredDataset(ElementStage[Any]):
     def _get_many(self, indices: np.ndarray) -> list[Any]:
         keep, elements = self.predicate, self.parent._get_many(indices)
         try:
-            return [e if e is not None and keep(e) else None for e in elements]
-        except StopIteration:  # never out of a dataset: `_get` names it and its position
-            pass
-        return read_each(self, indices)
+            verdicts = [False if e is None else keep(e) for e in elements]
+            if not all_bools(verdicts):
+                verdicts = [validate.verdict_truth(v) for v in verdicts]
+        except (StopIteration, TypeError, ValueError):
+            # StopIteration is never out of a dataset, and a verdict must be a bool: `_get`
+            # names the element and what went wrong.
+            return read_each(self, indices)
+        return [e if kept else None for e, kept in zip(elements, verdicts)]
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
@@ -91,6 +95,14 @@ class FilteredStream(PassThroughStream):
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
+
+
+_BOOLS = frozenset((bool, np.bool_))
+
+
+def all_bools(verdicts: list[Any]) -> bool:
+    """Whether every verdict is a bool (Python's or numpy's): the check runs at C speed."""
+    return _BOOLS.issuperset(map(type, verdicts))
 
 
 BLOCK_FROM = 32
@@ -119,7 +131,7 @@ class _FilterCursor(BaseCursor):
                 self._note(error, element_before(parent))
                 raise
             try:
-                if verdict:
+                if verdict is True or (verdict is not False and validate.verdict_truth(verdict)):
                     return element
             except (ValueError, TypeError) as error:
                 raise self._ambiguous(verdict, element_before(parent)) from error
@@ -138,10 +150,13 @@ class _FilterCursor(BaseCursor):
         """The elements of a block the predicate keeps (a None is kept)."""
         keep = self.predicate
         try:
-            return [e for e in taken if e is None or keep(e)]
+            verdicts = [True if e is None else keep(e) for e in taken]
+            if not all_bools(verdicts):
+                verdicts = [validate.verdict_truth(v) for v in verdicts]
         except Exception as error:
             self._judge_each(taken, error)
             raise
+        return list(itertools.compress(taken, verdicts))
 
     def _judge_each(self, taken: list[Any], error: Exception) -> None:
         """Finds the element of a failed block whose judging fails, and raises its error.
@@ -162,7 +177,7 @@ class _FilterCursor(BaseCursor):
                 self._note(again, where)
                 raise
             try:
-                bool(verdict)
+                validate.verdict_truth(verdict)
             except (ValueError, TypeError) as ambiguous:
                 raise self._ambiguous(verdict, where) from ambiguous
         self._note(error, where)
@@ -198,7 +213,7 @@ class _CheckedFilterCursor(_FilterCursor):
                 self.window.left, self.window.dropped = left, dropped
                 return element
             try:
-                kept = bool(keep(element))
+                kept = validate.verdict_truth(keep(element))
             except Exception as error:
                 self._judge_each([element], error)
                 raise
@@ -216,7 +231,9 @@ class _CheckedFilterCursor(_FilterCursor):
     def _kept(self, taken: list[Any]) -> list[Any]:
         keep = self.predicate
         try:
-            verdicts = [e is None or bool(keep(e)) for e in taken]
+            verdicts = [True if e is None else keep(e) for e in taken]
+            if not all_bools(verdicts):
+                verdicts = [validate.verdict_truth(v) for v in verdicts]
         except Exception as error:
             self._judge_each(taken, error)
             raise

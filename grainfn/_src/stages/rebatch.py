@@ -280,4 +280,8 @@ def rebatch(batch_size: int, stream: Data, *, drop_remainder: bool = False) -> S
         [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     """
     batch_size = validate.check_positive_int(batch_size, "rebatch batch_size", validate.INT64_MAX)
-    return RebatchedStream(as_stream(stream, "rebatch"), batch_size, bool(drop_remainder))
+    return RebatchedStream(
+        as_stream(stream, "rebatch"),
+        batch_size,
+        validate.check_flag(drop_remainder, "rebatch drop_remainder"),
+    )

@@ -165,6 +165,7 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
         )
     if num_epochs is not None:
         num_epochs = validate.check_positive_int(num_epochs, "num_epochs", validate.INT64_MAX)
+    reseed_each_epoch = validate.check_flag(reseed_each_epoch, "repeat reseed_each_epoch")
     if isinstance(data, Stream):
         if not reseed_each_epoch:
             raise ValueError("reseed_each_epoch applies to datasets; a repeated stream restarts.")
@@ -178,4 +179,4 @@ def repeat(num_epochs: int | None, data: Data, *, reseed_each_epoch: bool = True
             f"{num_epochs * ds.length} positions, past the 2**63 - 2 a finite dataset may "
             "have. Repeat it forever with num_epochs=None instead."
         )
-    return RepeatedDataset(ds, num_epochs, bool(reseed_each_epoch))
+    return RepeatedDataset(ds, num_epochs, reseed_each_epoch)

@@ -77,7 +77,7 @@ class _TakeWhileCursor(BaseCursor):
             validate.note_user_error(error, self.stage, element_before(self.parent))
             raise
         try:
-            keep = bool(verdict)
+            keep = validate.verdict_truth(verdict)
         except (ValueError, TypeError) as error:
             where = element_before(self.parent)
             raise validate.ambiguous_verdict(verdict, self.stage, where) from error

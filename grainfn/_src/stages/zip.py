@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 
 from grainfn._src.core import state as records
+from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_data_list
 from grainfn._src.core.dataset import INFINITE, Dataset, set_length
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
@@ -225,6 +226,7 @@ def zip(data: Sequence[Data], *, strict: bool = False) -> Data:
             f"{sorted(map(str, data))}. Zip a list and map the tuples to dicts if needed."
         )
     components = as_data_list(data, "zip")
+    strict = validate.check_flag(strict, "zip strict")
     if all(isinstance(c, Dataset) for c in components):
         lengths = [c.length for c in components]
         if strict and any(length != lengths[0] for length in lengths):
@@ -234,7 +236,7 @@ def zip(data: Sequence[Data], *, strict: bool = False) -> Data:
             )
         return ZippedDataset(components)
     if all(isinstance(c, Stream) for c in components):
-        return ZippedStream(components, bool(strict))
+        return ZippedStream(components, strict)
     raise TypeError(
         "zip takes all datasets or all streams, got "
         f"{[type(c).__name__ for c in components]}; read the datasets as streams with "

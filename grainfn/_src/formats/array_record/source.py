@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import validate
 from grainfn._src.formats.array_record import layout as layout_lib
 from grainfn._src.formats.array_record import paths as paths_lib
 from grainfn._src.formats.array_record import reader as reader_lib
@@ -95,8 +96,7 @@ class ArrayRecordDataSource:
         *,
         parallel_reads: bool = True,
     ) -> None:
-        if not isinstance(parallel_reads, bool):
-            raise TypeError(f"parallel_reads must be True or False, got {parallel_reads!r}.")
+        validate.check_flag(parallel_reads, "parallel_reads")
         shown, files = paths_lib.resolve(paths)
         self._paths = shown
         self._files = files

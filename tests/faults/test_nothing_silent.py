@@ -1,0 +1,190 @@
+"""Nothing silent on the newer surfaces: flags are booleans, predicates return bools, a
+StopIteration in worker_init_fn is an error, a crafted Grain state is refused at no cost.
+
+Each case was seen giving a wrong result, no error, or a cost in proportion to a number a
+state claims (a torture run of the public API); each test failed before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import grainfn as grain
+from grainfn import fn
+
+from support.leaks import assert_nothing_left
+
+TEN = grain.MapDataset.range(10)
+STREAM = fn.from_dataset(fn.range(10))
+
+FLAGS: dict[str, Callable[[Any], Any]] = {
+    "batch drop_remainder": lambda flag: fn.batch(4, fn.range(10), drop_remainder=flag),
+    "batch sort_keys": lambda flag: fn.batch(4, STREAM, sort_keys=flag),
+    "MapDataset.batch drop_remainder": lambda flag: TEN.batch(4, drop_remainder=flag),
+    "IterDataset.batch drop_remainder": lambda flag: TEN.to_iter_dataset().batch(
+        4, drop_remainder=flag
+    ),
+    "rebatch drop_remainder": lambda flag: fn.rebatch(3, STREAM, drop_remainder=flag),
+    "zip strict": lambda flag: fn.zip([STREAM, STREAM], strict=flag),
+    "repeat reseed_each_epoch": lambda flag: TEN.repeat(2, reseed_each_epoch=flag),
+    "from_dataset allow_nones": lambda flag: fn.from_dataset(fn.range(3), allow_nones=flag),
+    "to_iter_dataset allow_nones": lambda flag: TEN.to_iter_dataset(allow_nones=flag),
+    "IndexSampler shuffle": lambda flag: grain.IndexSampler(10, shuffle=flag, seed=0),
+    "Batch drop_remainder": lambda flag: grain.transforms.Batch(4, drop_remainder=flag),
+    "load shuffle": lambda flag: grain.load(list(range(10)), shuffle=flag, seed=0),
+    "load drop_remainder": lambda flag: grain.load(
+        list(range(10)), batch_size=4, drop_remainder=flag
+    ),
+    "mp_prefetch grain_worker_order": lambda flag: TEN.to_iter_dataset().mp_prefetch(
+        grain.MultiprocessingOptions(2), grain_worker_order=flag
+    ),
+    "mp_prefetch sequential_slice": lambda flag: TEN.to_iter_dataset().mp_prefetch(
+        grain.MultiprocessingOptions(2), sequential_slice=flag
+    ),
+    "DataLoader grain_worker_order": lambda flag: grain.DataLoader(
+        data_source=list(range(10)),
+        sampler=grain.SequentialSampler(10),
+        worker_count=2,
+        grain_worker_order=flag,
+    ),
+    "DataLoader adaptive": lambda flag: grain.DataLoader(
+        data_source=list(range(10)), sampler=grain.SequentialSampler(10), adaptive=flag
+    ),
+    "MultiprocessingOptions adaptive": lambda flag: grain.MultiprocessingOptions(2, adaptive=flag),
+    "MultiprocessingOptions enable_profiling": lambda flag: grain.MultiprocessingOptions(
+        2, 1, flag
+    ),
+    "mp_prefetch adaptive": lambda flag: fn.mp_prefetch(2, STREAM, adaptive=flag),
+    "grain_worker_order sequential": lambda flag: fn.grain_worker_order(2, STREAM, sequential=flag),
+}
+
+
+@pytest.mark.parametrize("name", FLAGS)
+@pytest.mark.parametrize("flag", ["False", "no", 0, None, np.array([True])])
+def test_a_flag_that_is_not_a_bool_is_refused_naming_it(name: str, flag: Any) -> None:
+    with pytest.raises(TypeError, match=r"must be True or False, got .* \(a "):
+        FLAGS[name](flag)
+
+
+@pytest.mark.parametrize("name", FLAGS)
+def test_a_flag_given_as_a_bool_is_taken(name: str) -> None:
+    for flag in (True, False, np.bool_(True)):
+        FLAGS[name](flag)
+
+
+def test_a_string_false_no_longer_means_true() -> None:
+    # What `bool('False')` did: drop the short batch, and read Nones through.
+    assert len(TEN.batch(4, drop_remainder=False)) == 3
+    with pytest.raises(TypeError, match="drop_remainder"):
+        TEN.batch(4, drop_remainder="False")
+
+
+def forgotten_return(x: int) -> Any:
+    if x % 2:
+        pass  # meant: return True
+
+
+def says_false(x: int) -> str:
+    return "False"
+
+
+PREDICATE_FACES: dict[str, Callable[[Callable[[Any], Any]], Any]] = {
+    "MapDataset.filter": lambda keep: list(TEN.filter(keep)),
+    "IterDataset.filter": lambda keep: list(TEN.to_iter_dataset().filter(keep)),
+    "fn.filter, a block": lambda keep: fn.filter(keep, fn.range(10)).get_many(range(10)),
+    "fn.filter of a stream": lambda keep: list(fn.iterate(fn.filter(keep, STREAM))),
+    "fn.take_while": lambda keep: list(fn.iterate(fn.take_while(keep, STREAM))),
+}
+
+
+@pytest.mark.parametrize("face", PREDICATE_FACES)
+@pytest.mark.parametrize(
+    ("keep", "what"), [(forgotten_return, r"None \(a NoneType\)"), (says_false, "'False'")]
+)
+def test_a_predicate_that_returns_no_bool_is_refused(face: str, keep: Any, what: str) -> None:
+    with pytest.raises(TypeError, match=rf"must return a bool; reading .* it returned {what}"):
+        PREDICATE_FACES[face](keep)
+
+
+@pytest.mark.parametrize("face", PREDICATE_FACES)
+def test_predicates_returning_numpy_bools_and_integers_are_read_as_their_truth(face: str) -> None:
+    for keep in (lambda x: np.int64(x) < 5, lambda x: (x + 1) % 6, lambda x: np.array(x < 5)):
+        got = PREDICATE_FACES[face](keep)
+        assert got == PREDICATE_FACES[face](lambda x, keep=keep: bool(keep(x)))
+
+
+def stop_at_init(index: int, count: int) -> None:
+    raise StopIteration
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TEN.to_iter_dataset().mp_prefetch(
+            grain.MultiprocessingOptions(2), worker_init_fn=stop_at_init
+        ),
+        lambda: fn.iterate(fn.mp_prefetch(2, STREAM, worker_init_fn=stop_at_init)),
+    ],
+    ids=["facade", "fn.mp_prefetch"],
+)
+def test_a_stop_iteration_in_worker_init_fn_is_an_error_not_an_empty_run(make: Any) -> None:
+    it = iter(make())
+    with pytest.raises(grain.UserStopIterationError, match="worker_init_fn raised StopIteration"):
+        next(it)
+    it.close()
+    assert_nothing_left()
+
+
+def loader(workers: int = 2) -> Any:
+    return grain.DataLoader(
+        data_source=list(range(30)),
+        sampler=grain.SequentialSampler(30),
+        worker_count=workers,
+        adaptive=False,
+    )
+
+
+def grain_loader_state(it: Any, workers: int = 0) -> dict[str, Any]:
+    return json.loads(it.grain_state(workers))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_grain_loader_state_naming_an_index_below_the_first_is_refused(workers: int) -> None:
+    with iter(loader(workers)) as it:
+        for _ in range(4):
+            next(it)
+        state = grain_loader_state(it, workers)
+        lowest = {"0": -1} if workers == 0 else {"0": -2, "1": -1}  # before each one's first
+        it.set_state(json.dumps({**state, "last_seen_indices": lowest}).encode())
+        assert next(it) == 0
+        for key in lowest:
+            changed = {**lowest, key: lowest[key] - max(1, workers)}  # "read" before the start
+            with pytest.raises(ValueError, match=f"for worker {key} .* never returns"):
+                it.set_state(json.dumps({**state, "last_seen_indices": changed}).encode())
+    if workers:
+        with iter(loader(workers)) as it:  # worker 0 returns the even records only
+            state = {**grain_loader_state(it, workers), "last_seen_indices": {"0": 3, "1": 1}}
+            with pytest.raises(ValueError, match="worker 0 of 2, which that worker never"):
+                it.set_state(json.dumps(state).encode())
+
+
+@pytest.mark.parametrize("claimed", [10**7, 10**12, 2**62])
+def test_a_grain_loader_state_claiming_many_workers_costs_nothing(claimed: int) -> None:
+    with iter(loader(0)) as it:
+        state = {**grain_loader_state(it), "worker_count": claimed}
+        words = f"not the state of a DataLoader with {claimed}"
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match=words) as e:
+                it.set_state(json.dumps(state).encode())
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 2**20, f"refusing it peaked at {peak} bytes"
+    assert len(str(e.value)) < 1_000
