@@ -21,9 +21,9 @@ from support.module_sizes import long_modules
 ROOT = Path(__file__).resolve().parents[1] / "grainfn"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("lazy", "index", "transforms"),
+    ("lazy", "index"),
     ("core",),
-    ("stages", "parallel", "packing", "checkpoint"),
+    ("stages", "parallel", "packing", "checkpoint", "transforms"),
     ("formats", "inspect", "device", "elastic"),
     ("fn",),
     ("testing", "loader"),

@@ -201,7 +201,7 @@ def test_bad_paths_records_and_options_are_named(tmp_path: Path) -> None:
         TFRecordIterDataset(3)
     with pytest.raises(ValueError, match="path is the empty string"):
         tfrecord("")
-    with pytest.raises(TypeError, match="verify_data_crc must be a bool, got 'yes'"):
+    with pytest.raises(TypeError, match="verify_data_crc must be True or False, got 'yes'"):
         tfrecord("x.tfrecord", verify_data_crc="yes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"Record 1 is 'text' of type str.*text\.encode"):
         write_tfrecords(tmp_path / "x.tfrecord", [b"ok", "text"])

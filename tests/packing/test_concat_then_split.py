@@ -333,7 +333,7 @@ def stream() -> fn.Stream[Any]:
         ({"a": 4}, {"bos_features": ["a"]}, ValueError, r"=\['a'\] and bos_token_id=None go"),
         ({"a": 4}, {"bos_token_id": 3}, ValueError, r"=\[\] and bos_token_id=3 go together"),
         ({"a": 4}, {"bos_features": ["a"], "bos_token_id": "1"}, TypeError, "bos_token_id must"),
-        ({"a": 4}, {"split_full_length_features": 1}, TypeError, r"must be a bool, got 1"),
+        ({"a": 4}, {"split_full_length_features": 1}, TypeError, r"must be True or False, got 1"),
     ],
 )
 def test_bad_arguments_are_named(
