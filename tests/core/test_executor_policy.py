@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import MAX_TASK, BlockReader, Fallback, Result
+from grainfn._src.core.blocks import MAX_TASK, START_AFTER, BlockReader, Fallback, Result
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 from faults.faulty import Fault
@@ -242,9 +242,23 @@ def test_while_the_executor_starts_the_consumer_reads_then_hands_it_the_work() -
 
 
 def test_an_executor_still_starting_when_the_data_ends_reads_nothing() -> None:
-    read_here, executor, _ = read_starting(500, 1e-3, 1e-4, starting=2.0)
-    assert read_here == list(range(500)) and executor.read == []
+    read_here, executor, _ = read_starting(1_500, 1e-3, 1e-4, starting=2.0)
+    assert read_here == list(range(1_500)) and executor.read == []
     assert executor.asked > 1
+
+
+def test_a_run_shorter_than_start_after_never_starts_the_executor() -> None:
+    n = int(START_AFTER / 1e-3) - 50  # reading it all here takes less than START_AFTER
+    read_here, executor, _ = read_starting(n, 1e-3, 1e-4, starting=0.0)
+    assert read_here == list(range(n)) and executor.asked == 0
+
+
+def test_start_prefetch_asks_for_the_executor_at_once() -> None:
+    clock = Clock()
+    executor = StartingExecutor(clock, lambda x: 1e-4, starting=0.0)
+    reader = BlockReader(fn.range(1_000), 0, executor=executor, clock=clock)
+    reader.start_prefetch()
+    assert executor.asked == 1 and executor.read[:1] == [0]  # ready at once: the work is its
 
 
 def test_without_reads_while_starting_the_executor_has_the_work_from_the_first_block() -> None:
@@ -355,7 +369,8 @@ def test_expensive_work_stays_in_worker_processes() -> None:
     got = read_all(fn.mp_prefetch(4, fn.from_dataset(fn.map(sleep_with_pid, fn.range(n)))))
     assert [x for x, _ in got] == list(range(n))
     here = sum(pid == os.getpid() for _, pid in got)
-    assert 0 < here <= n // 20, f"{here} of {n} elements read in the consumer"
+    # START_AFTER seconds of reading here before the workers start, and a few probes.
+    assert 0 < here <= START_AFTER / 0.01 + n // 20, f"{here} of {n} elements read here"
     assert_nothing_left()
 
 
@@ -425,6 +440,7 @@ def test_after_a_block_fails_in_a_worker_the_work_stays_in_the_workers(tmp_path:
     pipeline = fn.map(lambda x: (x, os.getpid()), fn.map(fault, fn.range(20_000)))
     pool = ready_pool(pipeline)
     reader = BlockReader(pipeline, 0, executor=LeafExecutor(pool, 0))
+    reader.start_prefetch()  # the executor at once, not after START_AFTER seconds here
     head: list[Any] = []
     try:
         with pytest.raises(Exception, match="fault injected at element 3"):

@@ -244,6 +244,7 @@ def test_a_killed_worker_is_an_error_and_nothing_is_left_behind() -> None:
         sampler=grain.SequentialSampler(5_000),
         operations=[Slow(), grain.transforms.Batch(10)],
         worker_count=2,
+        adaptive=False,  # every read in the workers, from the first
     )
     it = iter(loader)
     next(it)

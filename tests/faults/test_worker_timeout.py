@@ -184,8 +184,9 @@ def test_a_position_that_never_returns_is_blamed_only_after_two_timeouts_there()
 def test_close_reaps_a_stopped_worker_without_a_timeout(face: str) -> None:
     """The default waits for a stopped worker; close() still kills and reaps it."""
     it = iter(FACES[face](worker_timeout=None))
+    it.start_prefetch()  # the workers now, in the background: none would for a while
     next(it)
-    wait_until(lambda: len(workers()) == 2, "both workers started")  # in the background
+    wait_until(lambda: len(workers()) == 2, "both workers started")
     victim = workers()[0]
     with stopped(victim):
         it.close()

@@ -153,7 +153,8 @@ def test_a_killed_worker_is_an_error_within_seconds() -> None:
         time.sleep(0.05)
         return x
 
-    it = fn.iterate(fn.mp_prefetch(2, fn.from_dataset(fn.map(slow, fn.range(10_000)))))
+    stream = fn.mp_prefetch(2, fn.from_dataset(fn.map(slow, fn.range(10_000))), adaptive=False)
+    it = fn.iterate(stream)
     next(it)
     victim = workers()[0]
     os.kill(victim.pid, signal.SIGKILL)

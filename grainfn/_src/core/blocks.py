@@ -10,8 +10,10 @@ An executor must earn its place: it never makes a pipeline slower than
 reading in the consumer's own thread. While it starts (worker processes load
 the pipeline, actors get it from the object store: an executor with a
 `ready` method says when it is done), the reader reads in its own thread, so
-the first elements come as soon as without it. Then it measures both sides
-and keeps the work where it is faster:
+the first elements come as soon as without it; and it is only started once
+reading here has taken `START_AFTER` seconds (or `start_prefetch` asks), so
+that a run too short to pay for starting processes starts none. Then it
+measures both sides and keeps the work where it is faster:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
   not counting those that waited for it to start (the whole first round of
@@ -70,6 +72,8 @@ _PROBE_BLOCKS = 3  # blocks read here to measure reading here, before the work i
 _FIRST_BACKOFF = 16.0  # times the longest trial before the other side is tried again (doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 MAX_TASK = 1024
+START_AFTER = 0.5
+"""Seconds of reading in the consumer's thread before an executor with `ready` is started."""
 
 Result = tuple[list[Any], Exception | None, float]
 """What an executor's task gives: the elements, the error that stopped it, and its seconds."""
@@ -285,6 +289,8 @@ class BlockReader:
         self.started = False  # whether the executor ever read ahead
         self.read_here = 0  # elements read in the consumer's thread, and by the executor
         self.read_ahead = 0
+        self.here_seconds = 0.0  # spent reading in the consumer's thread (see START_AFTER)
+        self.start_asked = False  # `start_prefetch` asked for the executor now
         self.reads_ahead = False  # whether threads, processes or actors read ahead now
         self.draining = False  # the executor lost: its blocks in flight are taken, no more sent
         self.pending: collections.deque[tuple[int, int, Task]] = collections.deque()
@@ -352,6 +358,7 @@ class BlockReader:
         wall = self.sizer.done()
         self.position = first + len(block)
         self.read_here += len(block)
+        self.here_seconds += wall
         if self.error is not None:
             return self._fail(first, block)
         self.own_costs.append(wall / (stop - first))
@@ -360,6 +367,7 @@ class BlockReader:
 
     def start_prefetch(self) -> None:
         """Starts reading ahead before the first read; an executor still starting only starts."""
+        self.start_asked = True
         if self.executor is not None and not self.started and not self._executor_ready():
             return  # `read` hands it the work once it is ready
         self.start(seconds_per_element=self.own_cost or None)
@@ -537,9 +545,18 @@ class BlockReader:
         self.sizer.size = max(1, min(self.sizer.limit, self.task_size // 4))
 
     def _executor_ready(self) -> bool:
-        """Whether to start the executor now: it is ready, or the reader may not read here."""
+        """Whether to start the executor now: it is ready, or the reader may not read here.
+
+        An executor on trial (`adaptive`) is not asked (which starts it)
+        before reading here has taken `START_AFTER` seconds, unless
+        `start_prefetch` asked for it; one the user pinned is asked at once.
+        """
         ready = getattr(self.executor, "ready", None)
-        return ready is None or not self.read_while_starting or bool(ready())
+        if ready is None or not self.read_while_starting:
+            return True
+        if self.adaptive and self.here_seconds < START_AFTER and not self.start_asked:
+            return False
+        return bool(ready())
 
     def _after_own_block(self, waited: bool) -> None:
         """Hands the work back to the executor where it is due (see the module)."""

@@ -513,6 +513,7 @@ class LeafExecutor:
 
     def __init__(self, pool: WorkerPool, leaf: int) -> None:
         self.pool, self.leaf = pool, leaf
+        pool.start()  # the pipeline pickled (cheap, once per pipeline): an error is said at once
         # One block more per worker than its buffer: while a worker computes a
         # block, its next task is already waiting, so it never idles between them.
         self.max_tasks = pool.num_workers * (pool.buffer_per_worker + 1)
