@@ -50,6 +50,7 @@ MEMORY_FILE_NAME = "grainfn-pipeline"
 """The name a pipeline's memory file shows in /proc/PID/fd and /proc/PID/maps."""
 
 _ALIGNMENT = 64  # each buffer starts at a multiple of this in the memory file
+_WRITE_CHUNK = 1 << 30
 
 
 class Shipped:
@@ -65,7 +66,7 @@ class Shipped:
         self.data = data
         self.buffers = tuple(buffers)
         self._lock = threading.Lock()
-        self._memory: tuple[int, mmap.mmap, tuple[int, ...]] | None = None
+        self._memory: tuple[int, tuple[int, ...]] | None = None
         self._memory_failed = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
@@ -93,10 +94,7 @@ class Shipped:
                     self._memory_failed = True
                 else:
                     self._finalizer = weakref.finalize(self, _close_memory, self._memory)
-            if self._memory is None:
-                return None
-            descriptor, _, offsets = self._memory
-            return descriptor, offsets
+            return self._memory
 
     def message(self) -> tuple[Any, int | None]:
         """What a worker is sent to load the pipeline, and the descriptor to send beside it.
@@ -317,11 +315,12 @@ def _map_file(
     return array
 
 
-def _write_memory_file(buffers: Sequence[memoryview]) -> tuple[int, mmap.mmap, tuple[int, ...]]:
-    """A memory file with `buffers` at aligned offsets, mapped here, and the offsets.
+def _write_memory_file(buffers: Sequence[memoryview]) -> tuple[int, tuple[int, ...]]:
+    """A memory file with `buffers` at aligned offsets, and the offsets.
 
-    The parent keeps the file mapped: its pages are then mapped by more than
-    one process, so no worker's share of them counts as its private memory.
+    Written with `os.pwrite`: the kernel copies into the file's pages without
+    holding the GIL (the reader goes on meanwhile), at about twice the speed
+    of a copy through a mapping, which faults each page in first.
     """
     offsets = []
     length = 0
@@ -332,21 +331,17 @@ def _write_memory_file(buffers: Sequence[memoryview]) -> tuple[int, mmap.mmap, t
     descriptor = os.memfd_create(MEMORY_FILE_NAME, os.MFD_CLOEXEC)
     try:
         os.ftruncate(descriptor, max(1, length))
-        mapping = mmap.mmap(descriptor, max(1, length), flags=mmap.MAP_SHARED)
-        target = np.frombuffer(mapping, dtype=np.uint8)
         for offset, buffer in zip(offsets, buffers):
-            # numpy copies without holding the GIL: the reader goes on meanwhile.
-            np.copyto(target[offset : offset + buffer.nbytes], np.frombuffer(buffer, np.uint8))
-        del target
+            written = 0
+            while written < buffer.nbytes:  # at most about 2 GiB a call
+                chunk = buffer[written : written + _WRITE_CHUNK]
+                written += os.pwrite(descriptor, chunk, offset + written)
     except BaseException:
         os.close(descriptor)
         raise
-    return descriptor, mapping, tuple(offsets)
+    return descriptor, tuple(offsets)
 
 
-def _close_memory(memory: tuple[int, mmap.mmap, tuple[int, ...]]) -> None:
-    descriptor, mapping, _ = memory
+def _close_memory(memory: tuple[int, tuple[int, ...]]) -> None:
     with contextlib.suppress(OSError):
-        os.close(descriptor)
-    with contextlib.suppress(BufferError):  # a view still exported: freed with the last one
-        mapping.close()
+        os.close(memory[0])
