@@ -188,3 +188,51 @@ def test_a_grain_loader_state_claiming_many_workers_costs_nothing(claimed: int) 
             tracemalloc.stop()
     assert peak < 2**20, f"refusing it peaked at {peak} bytes"
     assert len(str(e.value)) < 1_000
+
+
+def saved_folder(tmp_path: Any) -> tuple[Any, Any]:
+    """A folder holding a saved iterator's state, and the iterator."""
+    from grainfn._src.checkpoint import files
+
+    it = iter(TEN.to_iter_dataset())
+    next(it)
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    files.write_state(folder, it.get_state(), (0, 1))
+    return folder, it
+
+
+def test_a_state_file_linking_out_of_the_folder_is_refused_unread(tmp_path: Any) -> None:
+    from grainfn._src.checkpoint import files
+
+    folder, it = saved_folder(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("API_KEY=do-not-print-me")
+    state = folder / "process_0-of-1.json"
+    saved = state.read_bytes()
+    state.unlink()
+    state.symlink_to(secret)
+    with pytest.raises(ValueError, match="link out of the checkpoint folder") as refused:
+        files.restore(it, folder)
+    assert "do-not-print-me" not in str(refused.value)
+    inside = folder / "kept.json"  # a link inside the folder is fine
+    inside.write_bytes(saved)
+    state.unlink()
+    state.symlink_to(inside)
+    files.restore(it, folder)
+
+
+def test_the_names_a_missing_state_file_error_lists_are_printable_and_few(tmp_path: Any) -> None:
+    from grainfn._src.checkpoint import files
+
+    folder, it = saved_folder(tmp_path)
+    (folder / "process_0-of-1.json").unlink()
+    (folder / "evil\x1b[2Jname").write_text("")
+    for k in range(2_000):
+        (folder / f"file-{k:05d}").write_text("")
+    for read in (lambda: files.restore(it, folder), lambda: files.read_all_states(folder)):
+        with pytest.raises(ValueError, match="and 1993 more") as refused:
+            read()
+        message = str(refused.value)
+        assert "\x1b" not in message and "'evil\\x1b[2Jname'" in message
+        assert len(message) < 1_000

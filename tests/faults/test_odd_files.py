@@ -242,10 +242,8 @@ def test_a_state_file_linked_to_dev_zero_is_refused_unread(tmp_path: Path) -> No
     os.symlink("/dev/zero", tmp_path / STATE_FILE)
     error = guarded(lambda: restore_small(tmp_path), "a restore from /dev/zero")
     assert isinstance(error, ValueError), repr(error)
-    assert (
-        f"{tmp_path / STATE_FILE} is a symbolic link to '/dev/zero', a character device, not a "
-        "regular file" in str(error)
-    )
+    assert f"{tmp_path / STATE_FILE} is a link out of the checkpoint folder" in str(error)
+    assert "refused unread" in str(error)
 
 
 def test_a_directory_at_the_state_file_name_is_refused(tmp_path: Path) -> None:
@@ -254,13 +252,18 @@ def test_a_directory_at_the_state_file_name_is_refused(tmp_path: Path) -> None:
         files.read_state(tmp_path, ONE)
 
 
-def test_a_link_to_a_saved_state_file_restores(tmp_path: Path) -> None:
+def test_a_link_to_a_state_file_restores_from_inside_the_folder_only(tmp_path: Path) -> None:
     saved = tmp_path / "saved"
     saved.mkdir()
     _, rest = saved_small_state(saved)
     linked = tmp_path / "linked"
     linked.mkdir()
-    os.symlink(saved / STATE_FILE, linked / STATE_FILE)
+    os.symlink(saved / STATE_FILE, linked / STATE_FILE)  # out of the folder: refused unread
+    with pytest.raises(ValueError, match="is a link out of the checkpoint folder"):
+        restore_small(linked)
+    os.replace(saved / STATE_FILE, linked / "kept.json")
+    (linked / STATE_FILE).unlink()
+    os.symlink(linked / "kept.json", linked / STATE_FILE)  # inside it: followed
     assert restore_small(linked) == rest
 
 

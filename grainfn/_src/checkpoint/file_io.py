@@ -70,6 +70,52 @@ def _local_name(path: Any) -> str | None:
     return None
 
 
+def check_inside(path: Any, directory: Any) -> None:
+    """Refuses, unread, a local state file that a link leads out of the checkpoint `directory`.
+
+    A link inside the folder is fine; one that leaves it could make a restore
+    read (and an error quote) any file the process may read.
+
+    Raises:
+        ValueError: naming the file and the folder, never what the file holds.
+    """
+    name, folder = _local_name(path), _local_name(directory)
+    if name is None or folder is None:
+        return  # remote storage has no links to follow
+    real, root = os.path.realpath(name), os.path.realpath(folder)
+    if os.path.commonpath([real, root]) != root:
+        raise ValueError(
+            f"Iterator state file {printable(os.fspath(name))} is a link out of the checkpoint "
+            f"folder {printable(os.fspath(folder))}: it is refused unread. Copy the state file "
+            "into the folder instead of linking to it."
+        )
+
+
+def printable(name: str) -> str:
+    r"""`name` as is if every character prints, else its `ascii()` form (escapes shown, not run).
+
+    Examples:
+        >>> printable("process_0-of-1.json"), printable("bad\x1b[31mname")
+        ('process_0-of-1.json', "'bad\\x1b[31mname'")
+    """
+    return name if name.isprintable() else ascii(name)
+
+
+def listing(names: list[str], most: int = 8) -> str:
+    """At most `most` names, printable, and how many more there are.
+
+    Examples:
+        >>> listing(["a", "b", "c"], most=2)
+        'a, b and 1 more'
+        >>> listing([])
+        'nothing'
+    """
+    if not names:
+        return "nothing"
+    shown = ", ".join(printable(name) for name in names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
+
+
 def _replace_local_file(name: str, data: bytes) -> None:
     directory = os.path.dirname(name) or "."
     descriptor, temporary = _create_temporary(directory, os.path.basename(name))
@@ -134,7 +180,8 @@ def read_state_bytes(path: Any, limit: int = STATE_FILE_LIMIT) -> bytes:
     """The bytes of the state file `path`, if it is a regular file of at most `limit` bytes.
 
     A local file is checked before it is read: `os.stat` (which follows
-    symbolic links: a link to a state file is fine) must find a regular file,
+    symbolic links: a link to a state file is fine, `check_inside` refuses one
+    out of the checkpoint folder) must find a regular file,
     and the file is opened without blocking (`O_NONBLOCK`, so a FIFO swapped
     in meanwhile cannot hold the open) and checked again with `fstat`. At
     most `limit + 1` bytes are ever read.

@@ -24,7 +24,13 @@ import pathlib
 import re
 from typing import Any, NamedTuple, Protocol
 
-from grainfn._src.checkpoint.file_io import excerpt, read_state_bytes, write_atomically
+from grainfn._src.checkpoint.file_io import (
+    check_inside,
+    excerpt,
+    listing,
+    read_state_bytes,
+    write_atomically,
+)
 
 
 class StatefulIterator(Protocol):
@@ -159,6 +165,7 @@ def read_state(directory: Any, process: tuple[int, int] | None = None) -> StateF
     index, count = process or current_process()
     directory = as_path(directory)
     path = directory / state_file_name(index, count)
+    check_inside(path, directory)
     try:
         raw = read_state_bytes(path)
     except FileNotFoundError:
@@ -206,7 +213,7 @@ def read_all_states(directory: Any) -> list[StateFile]:
                 found.append((int(match["count"]), int(match["index"])))
     if not found:
         names = sorted(p.name for p in directory.iterdir()) if directory.exists() else []
-        holds = f"it holds {', '.join(names)}" if names else "it is empty or does not exist"
+        holds = f"it holds {listing(names)}" if names else "it is empty or does not exist"
         raise ValueError(
             f"No iterator state file (process_<index>-of-<count>.json) is in {directory}: "
             f"{holds}. Pass the directory the iterator was saved to."
@@ -257,12 +264,12 @@ def _missing_file_message(directory: Any, path: Any, index: int, count: int) -> 
     others = [name for name in names if name.startswith("process_") and name.endswith(".json")]
     if others:
         return (
-            message + f" The directory holds {', '.join(others)}: it was saved by another "
+            message + f" The directory holds {listing(others)}: it was saved by another "
             "number of processes. Restore with as many JAX processes as saved it."
         )
-    listing = ", ".join(names) if names else "nothing"
     return (
-        message + f" The directory holds {listing}. Pass the directory the iterator was saved to."
+        message
+        + f" The directory holds {listing(names)}. Pass the directory the iterator was saved to."
     )
 
 
