@@ -121,7 +121,8 @@ def pipeline(
     """The demo pipeline: decode, shuffle and mix two sources 3:1, repeat, augment, batch.
 
     Everything up to the batch is map-level, so it runs in the `workers`
-    worker processes (none for 0); the batches are the same for any number.
+    worker processes (none for 0), always there (`adaptive=False`); the
+    batches are the same for any number.
 
     Examples:
         >>> import tempfile
@@ -142,7 +143,10 @@ def pipeline(
     ds = mixed.repeat().seed(seed).random_map(augment).batch(batch_size, drop_remainder=True)
     stream = ds.to_iter_dataset()
     if workers:
-        stream = stream.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers))
+        # Pinned: the demo shows worker processes reading, and a preemption killing them,
+        # from the first batch (grainfn would read a run this short in the trainer itself).
+        options = grain.MultiprocessingOptions(num_workers=workers, adaptive=False)
+        stream = stream.mp_prefetch(options)
     return stream
 
 
