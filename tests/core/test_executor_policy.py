@@ -29,6 +29,7 @@ from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 from faults.faulty import Fault
 from support.gated import gated_load
 from support.leaks import assert_nothing_left
+from support.waiting import wait_until
 
 # ---------------------------------------------------------------------------
 # The policy on a clock the test moves.
@@ -418,10 +419,7 @@ def _nothing(index: int, count: int) -> None:
 def ready_pool(dataset: Any, workers: int = 2) -> WorkerPool:
     """A pool whose workers are up: a reader over it gives them the work from the start."""
     pool = WorkerPool([dataset], workers)
-    deadline = time.monotonic() + 120
-    while not pool.ready():
-        assert time.monotonic() < deadline, "the workers did not start in 120 s"
-        time.sleep(0.01)
+    wait_until(pool.ready, "the workers started")
     return pool
 
 

@@ -24,7 +24,7 @@ from grainfn._src.parallel import shipping
 from grainfn._src.parallel.processes import WorkerError, WorkerPool
 
 from faults.test_process_faults import in_session
-from support.leaks import PIPELINE_FILE, memory_files_anywhere
+from support.leaks import PIPELINE_FILE, memory_files_anywhere, open_memory_files
 from support.waiting import wait_until
 
 MEMORY_FILE = f"/memfd:{shipping.MEMORY_FILE_NAME} (deleted)"  # as /proc shows one
@@ -72,18 +72,6 @@ def read_in_workers(dataset: Any, workers: int = 2) -> list[Any]:
         return list(it)
     finally:
         it.close()
-
-
-def memory_files_open() -> int:
-    """How many pipeline memory files this process holds open."""
-    fds = Path("/proc/self/fd")
-    count = 0
-    for fd in fds.iterdir():
-        try:
-            count += os.readlink(fd) == MEMORY_FILE
-        except OSError:
-            continue
-    return count
 
 
 def test_the_pickle_leaves_large_arrays_out_and_holds_no_copy() -> None:
@@ -160,7 +148,10 @@ def test_a_read_only_array_stays_read_only_in_the_workers() -> None:
 
 def test_a_pipeline_is_encoded_once_for_all_its_iterators_and_freed_with_it() -> None:
     gc.collect()
-    before_files, before_cached = memory_files_open(), shipping.cached_pipelines()
+    before_files, before_cached = (
+        open_memory_files("self", PIPELINE_FILE),
+        shipping.cached_pipelines(),
+    )
     dataset = fn.map(lambda image: image[0, 0, 0], fn.source(images()))
     pools = [WorkerPool([dataset], 2) for _ in range(3)]
     for pool in pools:
@@ -170,15 +161,15 @@ def test_a_pipeline_is_encoded_once_for_all_its_iterators_and_freed_with_it() ->
         pool.close()
     expected = [int(image[0, 0, 0]) for image in images()]
     assert read_in_workers(dataset) == expected
-    held = memory_files_open()
+    held = open_memory_files("self", PIPELINE_FILE)
     assert held > before_files
     for _ in range(20):  # 20 iterators more: the same memory file
         assert read_in_workers(dataset) == expected
-        assert memory_files_open() == held
+        assert open_memory_files("self", PIPELINE_FILE) == held
     assert shipping.cached_pipelines() == before_cached + 1
     del dataset, pools, pool
     gc.collect()
-    assert memory_files_open() == before_files
+    assert open_memory_files("self", PIPELINE_FILE) == before_files
     assert shipping.cached_pipelines() == before_cached
 
 

@@ -37,7 +37,7 @@ import os
 import pickle
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import cloudpickle
@@ -176,49 +176,31 @@ def ship(pipeline: tuple[Any, ...]) -> Shipped:
     referenced are kept with the entry instead.
     """
     key = tuple(id(part) for part in pipeline)
-    if not any(_weakly_referable(part) for part in pipeline):
-        return encode(pipeline)  # nothing would say when to forget it
     with _CACHE_LOCK:
         entry = _CACHE.get(key)
-        if entry is not None and all(a is b for a, b in zip(entry[1], pipeline)):
-            return entry[0]
+    if entry is not None and all(ref() is part for ref, part in zip(entry[1], pipeline)):
+        return entry[0]
     shipped = encode(pipeline)
-    kept: list[Any] = []  # parts held strongly by the entry: those without weak references
-    watched = []
-    for part in pipeline:
-        try:
-            watched.append(weakref.ref(part))
-        except TypeError:
-            kept.append(part)
+    refs = tuple(_reference(part) for part in pipeline)
+    watched = [part for part, ref in zip(pipeline, refs) if isinstance(ref, weakref.ref)]
+    if not watched:
+        return shipped  # nothing would say when to forget it
     with _CACHE_LOCK:
-        _CACHE[key] = (shipped, _Parts(watched, kept))
-    for part in pipeline:
-        with contextlib.suppress(TypeError):
-            weakref.finalize(part, _forget, key, shipped)
+        _CACHE[key] = (shipped, refs)
+    for part in watched:
+        weakref.finalize(part, _forget, key, shipped)
     return shipped
 
 
-def _weakly_referable(part: Any) -> bool:
+def _reference(part: Any) -> Callable[[], Any]:
+    """A weak reference to `part` where it allows one, else a callable that holds it."""
     try:
-        weakref.ref(part)
+        return weakref.ref(part)
     except TypeError:
-        return False
-    return True
+        return lambda: part
 
 
-class _Parts:
-    """The parts of a cached pipeline: weakly where possible (see `ship`)."""
-
-    def __init__(self, watched: list[weakref.ref[Any]], kept: list[Any]) -> None:
-        self.watched, self.kept = watched, kept
-
-    def __iter__(self) -> Any:
-        for ref in self.watched:
-            yield ref()
-        yield from self.kept
-
-
-_CACHE: dict[tuple[int, ...], tuple[Shipped, _Parts]] = {}
+_CACHE: dict[tuple[int, ...], tuple[Shipped, tuple[Callable[[], Any], ...]]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
