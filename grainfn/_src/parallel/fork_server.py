@@ -129,6 +129,7 @@ class _Server:
     def __init__(self) -> None:
         self.server: Any = None
         self.owner = 0  # the process that made `server`
+        self.forked = 0  # the process whose server forked a worker already (see `warm`)
         self.lock = threading.Lock()
 
     def get(self) -> Any:
@@ -145,6 +146,19 @@ class _Server:
 
 _SERVER = _Server()
 os.register_at_fork(after_in_child=_SERVER.after_fork)
+
+
+def warm(method: str | None = None) -> bool:
+    """Whether starting a worker with `method` (see `start_context`) takes milliseconds.
+
+    A spawned worker does: the parent only forks and execs. A fork server
+    that has forked a worker does too; a new one first starts a Python
+    process that imports `PRELOAD`, and the first start waits for it.
+    """
+    if method is None:
+        method = "forkserver" if HAS_FORK_SERVER else "spawn"
+    return method == "spawn" or _SERVER.forked == os.getpid()
+
 
 _CONTEXTS: dict[str, Any] = {}
 
@@ -164,6 +178,7 @@ if HAS_FORK_SERVER:
             with open(write, "wb", closefd=True) as pipe:
                 pipe.write(data.getbuffer())
             self.pid = forkserver.read_signed(sentinel)
+            _SERVER.forked = os.getpid()
 
     class ForkServerWorkerProcess(multiprocessing.context.ForkServerProcess):
         """A Process forked from grainfn's fork server, without the main module."""

@@ -5,10 +5,9 @@ processes, forked from grainfn's own fork server without running the main
 script (see `fork_server`).
 Block `t` of the pool goes to worker `t % num_workers`, which starts with its
 first block (no more workers run than blocks were given) unless the pool was
-warmed up (`warm_up`: every worker starts at once, in a thread, while the
-reader reads in its own thread; `ready` says when they have all loaded the
-pipeline), and each worker answers
-its blocks in order over its own socket, so the parent always knows which
+warmed up (`warm_up`: every worker starts at once while the reader reads in
+its own thread; `ready` says when they have all loaded the pipeline), and
+each worker answers its blocks in order over its own socket, so the parent always knows which
 worker holds the block it waits for. Output never depends on the number of
 workers: a block's elements depend only on its positions. The pipeline
 reaches the workers by reference to its data (see `shipping`: its arrays in
@@ -57,7 +56,7 @@ from grainfn._src.parallel.deaths import (
     not_theirs,
     timed_out,
 )
-from grainfn._src.parallel.fork_server import start_context
+from grainfn._src.parallel.fork_server import start_context, warm
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
 from grainfn._src.parallel.shipping import Shipped, ship
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
@@ -142,32 +141,40 @@ class WorkerPool:
         self._started = True
 
     def warm_up(self) -> None:
-        """Starts every worker now, in a thread, so that nobody waits for them (once).
+        """Starts getting every worker ready now, so that nobody waits for them (once).
 
-        The thread writes the pipeline's memory file (once per pipeline), then
-        starts the workers (no more than the leaves have positions) and sends
-        each the pipeline. A worker it could not start is started by the
-        first block sent to it, which raises the error.
+        A thread writes the pipeline's memory file (once per pipeline) and,
+        where the fork server is new, starts the first worker, which waits for
+        it; `ready` starts the others (see `_WarmUp`).
         """
         self.start()
         if not self._warm_up and self._started:
             assert self._shipped is not None
-            start = functools.partial(_start_worker, self._context, self._shipped, self.num_workers)
-            count = self._workers_to_warm_up()
-            self._warm_up.append(_WarmUp(start, self._shipped, count, self.workers))
+            first = None
+            if not warm(self.start_method):  # not a method of the pool: see _WarmUp
+                first = functools.partial(
+                    _start_worker, self._context, self._shipped, self.num_workers
+                )
+            self._warm_up.append(_WarmUp(self._shipped, first, self.workers))
 
     def ready(self) -> bool:
-        """Whether the workers can take blocks without the reader waiting: never blocks.
+        """Whether the workers can take blocks without the reader waiting: never waits.
 
-        Warms the pool up (see `warm_up`) if it is not. True once every
-        worker has loaded the pipeline, or failed to (the failure is raised
-        when its first block is awaited).
+        Warms the pool up (see `warm_up`) if it is not; once the thread is
+        done, starts the workers not started yet (no more than the leaves have
+        positions), each in a few milliseconds. True once every worker has
+        loaded the pipeline, or failed to start or load it (the failure is
+        raised when its first block is sent or awaited).
         """
         self.warm_up()
         if not self._warm_up or self._warm_up[0].thread.is_alive():
             return False
-        if len(self.workers) < self._warm_up[0].count:
-            return True  # the thread could not start them all: sending a block says why
+        for index in range(self._workers_to_warm_up()):
+            if index not in self.workers:
+                try:
+                    self.workers[index] = self._start_worker(index)
+                except Exception:  # started again by its first block, which raises the error
+                    return True
         return all(self._answered(index) for index in list(self.workers))
 
     def _workers_to_warm_up(self) -> int:
@@ -390,24 +397,28 @@ def _start_worker(context: Any, shipped: Shipped, count: int, index: int) -> Wor
 
 
 class _WarmUp:
-    """The thread that starts a pool's workers before their first block (`WorkerPool.warm_up`).
+    """The thread that readies a pool's workers before their first block (`WorkerPool.warm_up`).
 
-    It writes the pipeline's memory file, then starts the workers in order
-    and files them in `workers` (the pool's). It holds what starting needs,
-    not the pool, so that a pool dropped meanwhile is collected: the pool's
-    finalizer then stops it (`stop`) before it stops the workers. Stopping
-    never waits for a start under way (the fork server's own start takes a
-    while): the worker it brings is killed by the thread itself.
+    It writes the pipeline's memory file and, given `first` (the fork server
+    is new: its start takes a second, which nobody should wait for), starts
+    worker 0 and files it in `workers` (the pool's). The other workers are
+    started by `WorkerPool.ready` in the reader's thread, once this one is
+    done: in a thread, each of the dozens of system calls a start makes would
+    wait for the reader's thread to let go of the GIL (up to 5 ms each, when
+    the reader computes), and a start of milliseconds would take tenths of a
+    second. It holds what starting needs, not the pool, so that a pool
+    dropped meanwhile is collected: the pool's finalizer then stops it
+    (`stop`) before it stops the workers. Stopping never waits for a start
+    under way: the worker it brings is killed by the thread itself.
     """
 
     def __init__(
         self,
-        start: Callable[[int], Worker],
         shipped: Shipped,
-        count: int,
+        first: Callable[[int], Worker] | None,
         workers: dict[int, Worker],
     ) -> None:
-        self.start, self.shipped, self.count, self.workers = start, shipped, count, workers
+        self.shipped, self.first, self.workers = shipped, first, workers
         self.stopping = False
         # Re-entrant: the garbage collector may run the pool's finalizer in this very thread.
         self.lock = threading.RLock()
@@ -416,22 +427,18 @@ class _WarmUp:
 
     def _run(self) -> None:
         self.shipped.memory_file()
-        for index in range(self.count):
-            if self.stopping:
-                return
-            if index in self.workers:
-                continue
-            try:
-                worker = self.start(index)
-            except Exception:  # started again by its first block, which raises the error
-                return
-            with self.lock:
-                if not self.stopping:
-                    self.workers[index] = worker
-                    continue
-            kill(worker.process)  # the pool was closed while this worker started
-            worker.channel.close()
+        if self.first is None or self.stopping:
             return
+        try:
+            worker = self.first(0)
+        except Exception:  # started again by its first block, which raises the error
+            return
+        with self.lock:
+            if not self.stopping:
+                self.workers[0] = worker
+                return
+        kill(worker.process)  # the pool was closed while this worker started
+        worker.channel.close()
 
     def stop(self) -> None:
         """Starts no more workers and files none; a start under way ends in the thread."""
