@@ -23,7 +23,14 @@ import numpy as np
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import MAX_TASK, START_AFTER, BlockReader, Fallback, Result
+from grainfn._src.core.blocks import (
+    MAX_TASK,
+    START_AFTER,
+    START_AT_ONCE,
+    BlockReader,
+    Fallback,
+    Result,
+)
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 from faults.faulty import Fault
@@ -249,9 +256,18 @@ def test_an_executor_still_starting_when_the_data_ends_reads_nothing() -> None:
 
 
 def test_a_run_shorter_than_start_after_never_starts_the_executor() -> None:
-    n = int(START_AFTER / 1e-3) - 50  # reading it all here takes less than START_AFTER
-    read_here, executor, _ = read_starting(n, 1e-3, 1e-4, starting=0.0)
+    cheap = START_AT_ONCE / 2
+    n = int(START_AFTER / cheap) - 50  # reading it all here takes less than START_AFTER
+    read_here, executor, _ = read_starting(n, cheap, cheap / 10, starting=0.0)
     assert read_here == list(range(n)) and executor.asked == 0
+
+
+def test_costly_elements_start_the_executor_at_once() -> None:
+    # 1 ms an element here: processes pay for that from the first seconds.
+    read_here, executor, _ = read_starting(2_000, 10 * START_AT_ONCE, 1e-4, starting=0.0)
+    started = min(executor.read)
+    assert executor.asked == 1 and started < 10, f"asked after {started} elements read here"
+    assert read_here[:started] == list(range(started))
 
 
 def test_start_prefetch_asks_for_the_executor_at_once() -> None:

@@ -11,8 +11,11 @@ reading in the consumer's own thread. While it starts (worker processes load
 the pipeline, actors get it from the object store: an executor with a
 `ready` method says when it is done), the reader reads in its own thread, so
 the first elements come as soon as without it; and it is only started once
-reading here has taken `START_AFTER` seconds (or `start_prefetch` asks), so
-that a run too short to pay for starting processes starts none. Then it
+reading here has taken `START_AFTER` seconds, unless an element costs
+`START_AT_ONCE` seconds or more here (work that processes pay for from the
+first seconds) or `start_prefetch` asks. Starting processes and a trial
+that loses cost a few tens of milliseconds: a run too short to pay for them
+starts none, and a longer one loses a few percent at most. Then it
 measures both sides and keeps the work where it is faster:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
@@ -72,8 +75,10 @@ _PROBE_BLOCKS = 3  # blocks read here to measure reading here, before the work i
 _FIRST_BACKOFF = 16.0  # times the longest trial before the other side is tried again (doubled)
 _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 MAX_TASK = 1024
-START_AFTER = 0.5
+START_AFTER = 1.0
 """Seconds of reading in the consumer's thread before an executor with `ready` is started."""
+START_AT_ONCE = 1e-4
+"""Seconds per element read here from which such an executor is started at once."""
 
 Result = tuple[list[Any], Exception | None, float]
 """What an executor's task gives: the elements, the error that stopped it, and its seconds."""
@@ -548,13 +553,16 @@ class BlockReader:
         """Whether to start the executor now: it is ready, or the reader may not read here.
 
         An executor on trial (`adaptive`) is not asked (which starts it)
-        before reading here has taken `START_AFTER` seconds, unless
-        `start_prefetch` asked for it; one the user pinned is asked at once.
+        before reading here has taken `START_AFTER` seconds, unless an
+        element costs `START_AT_ONCE` here (the least over two blocks at
+        least: the first may pay for warming up) or `start_prefetch` asked
+        for it; one the user pinned is asked at once.
         """
         ready = getattr(self.executor, "ready", None)
         if ready is None or not self.read_while_starting:
             return True
-        if self.adaptive and self.here_seconds < START_AFTER and not self.start_asked:
+        costly = len(self.own_costs) >= 2 and self.own_cost >= START_AT_ONCE
+        if self.adaptive and self.here_seconds < START_AFTER and not (costly or self.start_asked):
             return False
         return bool(ready())
 
