@@ -128,7 +128,7 @@ def test_a_killed_actor_loses_nothing(pools: dict[int, RayPool]) -> None:
     want = run(stream)
     pool = RayPool(2, num_cpus=0.25)
     try:
-        iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+        iterator = fn.iterate(fn.ray_prefetch(pool, stream, adaptive=False))
         got = [(next(iterator), iterator.state)]  # the first blocks are in flight
         ray.kill(pool.slots[0].actor)
         for element in iterator:
@@ -149,7 +149,7 @@ def test_a_kill_during_the_first_block_loses_nothing(cluster: Cluster) -> None:
     try:
         pool.start()
         ray.kill(pool.slots[1].actor)  # dead before it reads anything
-        assert_same_steps(run(fn.ray_prefetch(pool, stream)), want)
+        assert_same_steps(run(fn.ray_prefetch(pool, stream, adaptive=False)), want)
     finally:
         pool.close()
 
@@ -160,7 +160,7 @@ def test_a_node_that_leaves_or_joins_mid_run_changes_nothing(cluster: Cluster) -
     extra = cluster.add_node(num_cpus=1, resources={"extra": 1})
     pool = RayPool(1, num_cpus=0.25, resources={"extra": 0.1})  # on the extra node only
     try:
-        iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+        iterator = fn.iterate(fn.ray_prefetch(pool, stream, adaptive=False))
         got = [(next(iterator), iterator.state)]
         cluster.remove_node(extra)  # the node goes with the actor and its blocks
         replacement = cluster.add_node(num_cpus=1, resources={"extra": 1})  # a node joins
@@ -187,7 +187,7 @@ def test_a_result_lost_with_its_nodes_object_store_is_read_again(cluster: Cluste
     )  # a small store
     pool = RayPool(1, num_cpus=0.25, resources={"lossy": 0.1})
     try:
-        iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+        iterator = fn.iterate(fn.ray_prefetch(pool, stream, adaptive=False))
         got = [int(next(iterator)[0])]
         actor = pool.slots[0].actor
         ray.get(actor.node.remote())  # after the blocks sent before it: their results are stored
@@ -204,9 +204,9 @@ def test_blocks_dropped_in_flight_leave_the_pool_ready(pools: dict[int, RayPool]
     stream = pipeline()
     want = run(stream)
     for stop in (1, 2, 5):  # each read closes with blocks queued on the actors
-        head = run(fn.ray_prefetch(pools[2], stream), stop=stop)
+        head = run(fn.ray_prefetch(pools[2], stream, adaptive=False), stop=stop)
         assert_same_steps(head, want[:stop])
-    assert_same_steps(run(fn.ray_prefetch(pools[2], stream)), want)
+    assert_same_steps(run(fn.ray_prefetch(pools[2], stream, adaptive=False)), want)
 
 
 class FailingError(Exception):
@@ -232,7 +232,7 @@ def test_a_user_error_on_an_actor_is_raised_as_with_no_actors(pools: dict[int, R
         rest = list(itertools.islice(fn.iterate(fn.from_dataset(fn.range(20)), state), 3))
         return before, type(raised.value).__name__, rest
 
-    assert outcome(fn.ray_prefetch(pools[2], stream)) == outcome(stream)
+    assert outcome(fn.ray_prefetch(pools[2], stream, adaptive=False)) == outcome(stream)
     assert outcome(stream)[0] == list(range(7))
 
 
@@ -248,7 +248,7 @@ def test_a_pipeline_is_put_once_per_pool_and_actors_share_its_arrays(
     stream = fn.from_dataset(fn.map(flags_of, fn.source(images)))
     before = pool.puts
     for _ in range(3):  # three iterators, one put
-        got = run(fn.ray_prefetch(pool, stream))
+        got = run(fn.ray_prefetch(pool, stream, adaptive=False))
         # Read-only where the parent's array is writable: a view of the object store.
         assert [element for element, _ in got] == [(False, int(i[0, 0, 0])) for i in images]
     assert pool.puts == before + 1
@@ -264,7 +264,7 @@ def test_a_map_writing_into_its_input_on_an_actor_is_told_to_copy_it(
     images = np.zeros((300, 64, 64, 3), np.uint8)
     stream = fn.from_dataset(fn.map(brighten, fn.source(images)))
     with pytest.raises(ValueError, match="read-only") as raised:
-        run(fn.ray_prefetch(pools[1], stream))
+        run(fn.ray_prefetch(pools[1], stream, adaptive=False))
     assert "copy an array before writing into it" in "\n".join(raised.value.__notes__)
 
 
@@ -280,7 +280,7 @@ def test_a_slow_block_is_also_read_by_a_second_actor(cluster: Cluster, tmp_path:
     stream = fn.from_dataset(fn.map(slow_square, fn.map(stall_once, fn.range(800))))
     pool = RayPool(2, num_cpus=0.25)
     try:
-        got = [element for element, _ in run(fn.ray_prefetch(pool, stream))]
+        got = [element for element, _ in run(fn.ray_prefetch(pool, stream, adaptive=False))]
         assert got == [x * x for x in range(800)] and os.path.exists(marker)
         assert pool.duplicated >= 1
     finally:
@@ -291,9 +291,41 @@ def test_work_too_cheap_for_ray_gets_a_warning_with_figures(pools: dict[int, Ray
     stream = fn.from_dataset(fn.range(20_000))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert [e for e, _ in run(fn.ray_prefetch(pools[1], stream))] == list(range(20_000))
+        assert [e for e, _ in run(fn.ray_prefetch(pools[1], stream, adaptive=False))] == list(
+            range(20_000)
+        )
     messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert any("too cheap to pay for Ray" in m and " µs to compute" in m for m in messages)
+
+
+def pid_of(x: int) -> tuple[int, int]:
+    return x, os.getpid()
+
+
+def test_cheap_work_moves_from_the_actors_to_this_process_without_a_warning(
+    pools: dict[int, RayPool],
+) -> None:
+    n = 100_000  # cheap: read here for START_AFTER, tried on the actors, read here again
+    stream = fn.from_dataset(fn.map(pid_of, fn.range(n)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [element for element, _ in run(fn.ray_prefetch(pools[2], stream))]
+    assert [x for x, _ in got] == list(range(n))
+    here = sum(pid == os.getpid() for _, pid in got)
+    assert here > 0.9 * n, f"{here} of {n} elements read in this process"
+    assert not [w for w in caught if "too cheap to pay for Ray" in str(w.message)]
+
+
+def test_work_worth_the_actors_stays_there(pools: dict[int, RayPool]) -> None:
+    def slow(x: int) -> tuple[int, int]:
+        time.sleep(0.005)  # costly here: the actors are asked from the first blocks
+        return pid_of(x)
+
+    n = 600
+    got = [e for e, _ in run(fn.ray_prefetch(pools[2], fn.from_dataset(fn.map(slow, fn.range(n)))))]
+    assert [x for x, _ in got] == list(range(n))
+    here = sum(pid == os.getpid() for _, pid in got)
+    assert here < n // 2, f"{here} of {n} elements read in this process"
 
 
 def test_close_garbage_collection_and_a_double_close_leave_no_actor(cluster: Cluster) -> None:
@@ -482,7 +514,7 @@ def test_an_interrupt_while_waiting_loses_nothing_and_close_leaves_no_actor(
 ) -> None:
     stream = fn.from_dataset(fn.map(slow_square, fn.range(100_000)))
     pool = RayPool(2, num_cpus=0.25)
-    iterator = fn.iterate(fn.ray_prefetch(pool, stream))
+    iterator = fn.iterate(fn.ray_prefetch(pool, stream, adaptive=False))
     got = [next(iterator) for _ in range(3)]
     # Ctrl-C until one reaches the loop: a busy machine may delay one past many blocks, and
     # Python drops one that lands in a finalizer (a Ray reference's __del__, say).

@@ -57,10 +57,10 @@ class DataLoader:
             them, for any operations. For runs moving between Grain and
             grainfn mid-epoch. Not in Grain.
         adaptive: Whether records may be read in this process while the
-            workers start, and where their work is too cheap to pay for its
-            trip (the default; the output is the same). False keeps every
-            read in the workers, for operations that may crash a process.
-            Not in Grain.
+            workers (or the `ray_pool`'s actors) start, and where their work
+            is too cheap to pay for its trip (the default; the output is the
+            same). False keeps every read in the workers or actors, for
+            operations that may crash a process. Not in Grain.
 
     Examples:
         >>> import grainfn as grain

@@ -88,7 +88,7 @@ def loader_stream(
     else:
         stream = through_operations(records)
     if check_ray_pool(ray_pool, worker_count) is not None:
-        return fn.ray_prefetch(ray_pool, stream)
+        return fn.ray_prefetch(ray_pool, stream, adaptive=adaptive)
     if worker_count > 0:
         stream = fn.mp_prefetch(
             worker_count,

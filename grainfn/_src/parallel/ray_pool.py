@@ -254,9 +254,9 @@ class RayPool:
         self.start()
         return [str(node) for node in ray.get([slot.actor.node.remote() for slot in self.slots])]
 
-    def session(self, leaves: Sequence[Dataset[Any]]) -> RaySession:
-        """What reads `leaves` for one iterator."""
-        return RaySession(self, list(leaves))
+    def session(self, leaves: Sequence[Dataset[Any]], pinned: bool = True) -> RaySession:
+        """What reads `leaves` for one iterator; `pinned`: every block goes to the actors."""
+        return RaySession(self, list(leaves), pinned)
 
     def put(self, shipped: Shipped) -> tuple[str, Any]:
         """The key and object reference of a pipeline in the object store: put once per pool.
@@ -343,15 +343,19 @@ class RayPool:
 
 
 class RaySession:
-    """One iterator's reads on a `RayPool`: its leaves in the object store, and their timings."""
+    """One iterator's reads on a `RayPool`: its leaves in the object store, and their timings.
 
-    def __init__(self, pool: RayPool, leaves: list[Dataset[Any]]) -> None:
+    Where the blocks are `pinned` to the actors, work too cheap for Ray gets a
+    warning (see `record`); otherwise the reader reads such work here itself.
+    """
+
+    def __init__(self, pool: RayPool, leaves: list[Dataset[Any]], pinned: bool = True) -> None:
         self.pool, self.leaves = pool, leaves
         self.key = ""
         self.payload: Any = None
         self.block_seconds: collections.deque[float] = collections.deque(maxlen=32)
         self.costs: list[tuple[int, float, float]] = []  # elements, compute, transfer seconds
-        self.warned = False
+        self.warned = not pinned  # nothing to warn of: the reader moves cheap work here
         self._putter: threading.Thread | None = None  # puts the pipeline (see `ready`)
         self._lock = threading.Lock()
 

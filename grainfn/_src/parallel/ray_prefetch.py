@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import toolz
 
+from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
@@ -35,22 +36,20 @@ class RayPrefetchedStream(PassThroughStream):
     executes_leaves = True  # a nested mp_prefetch or ray_prefetch gives way to it
 
     pool: RayPool = dataclasses.field(compare=False)
+    adaptive: bool = True  # whether work too cheap for the actors moves to this process
 
     def open(self, state: Any) -> Cursor:
         leaves: list[FromDatasetStream[Any]] = []
         collect_leaves(self.parent, leaves)
         if not leaves:  # nothing to read on actors
             return self.parent.open(state)
-        session = self.pool.session([leaf.dataset for leaf in leaves])
+        session = self.pool.session([leaf.dataset for leaf in leaves], pinned=not self.adaptive)
 
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             index = leaves.index(leaf)
-            # Pinned: the user asked for the cluster. Work too cheap for it gets a warning with
-            # the figures (RaySession.record); trials, whose small blocks cost a Ray call each,
-            # made an elastic host's state (which reads blocks again) 30x slower.
-            # While the pipeline goes to the actors, the reader reads here.
             executor = functools.partial(session.executor, index)
-            return PooledLeaf(leaf, executor, adaptive=False, read_while_starting=True)
+            # While the pipeline goes to the actors, the reader reads here, pinned or not.
+            return PooledLeaf(leaf, executor, self.adaptive, read_while_starting=True)
 
         return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session)
 
@@ -62,7 +61,9 @@ class RayPrefetchedStream(PassThroughStream):
 
 
 @toolz.curry
-def ray_prefetch(pool: RayPool, data: Stream[T] | Dataset[T]) -> Stream[T]:
+def ray_prefetch(
+    pool: RayPool, data: Stream[T] | Dataset[T], *, adaptive: bool = True
+) -> Stream[T]:
     """The stream with its dataset reads done by the Ray actors of `pool`.
 
     Everything map-level (the datasets under each `from_dataset`) runs on the
@@ -78,6 +79,14 @@ def ray_prefetch(pool: RayPool, data: Stream[T] | Dataset[T]) -> Stream[T]:
         pool: The `RayPool` whose actors read (it lives for the job: one pool
             serves every iterator and epoch).
         data: The stream (or dataset, read in order) to read.
+        adaptive: Whether the actors must earn their place, as the workers of
+            `mp_prefetch` do (the default): work too cheap to pay for a Ray
+            call and its transfer is read here, with the same elements and
+            states, and the actors are tried again later, less and less
+            often. False leaves every block to the actors (work that must run
+            on the cluster: a decoder that may crash this process, say); a
+            block that failed on an actor does the same. Either way, blocks
+            are read here while the pipeline goes to the actors.
 
     Examples:
         >>> from grainfn import fn
@@ -93,4 +102,5 @@ def ray_prefetch(pool: RayPool, data: Stream[T] | Dataset[T]) -> Stream[T]:
         )
     if isinstance(data, Dataset):
         data = FromDatasetStream(data)
-    return RayPrefetchedStream(as_stream(data, "ray_prefetch"), pool)
+    adaptive = validate.check_flag(adaptive, "adaptive")
+    return RayPrefetchedStream(as_stream(data, "ray_prefetch"), pool, adaptive)
