@@ -7,6 +7,7 @@ state claims (a torture run of the public API); each test failed before its fix.
 
 from __future__ import annotations
 
+import itertools
 import json
 import tracemalloc
 from collections.abc import Callable
@@ -17,8 +18,10 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
+from grainfn._src.parallel.processes import WorkerError
 
-from support.leaks import assert_nothing_left
+from faults.faulty import Fault
+from support.leaks import assert_nothing_left, workers
 
 TEN = grain.MapDataset.range(10)
 STREAM = fn.from_dataset(fn.range(10))
@@ -137,6 +140,35 @@ def test_a_stop_iteration_in_worker_init_fn_is_an_error_not_an_empty_run(make: A
     it = iter(make())
     with pytest.raises(grain.UserStopIterationError, match="worker_init_fn raised StopIteration"):
         next(it)
+    it.close()
+    assert_nothing_left()
+
+
+def killed_at_7(directory: str, times: int | None) -> Any:
+    stream = fn.from_dataset(fn.map(Fault(directory, frozenset({7}), "exit", times), fn.range(20)))
+    return fn.iterate(fn.mp_prefetch(2, stream, adaptive=False))
+
+
+def test_kept_worker_errors_keep_no_worker_process(tmp_path: Any) -> None:
+    kept = []
+    for _ in range(3):  # position 7 kills every worker that reads it
+        it = killed_at_7(str(tmp_path), times=None)
+        with pytest.raises(WorkerError, match="Reading position 7 kills grainfn workers") as raised:
+            list(it)
+        kept.append(raised.value)  # its traceback holds the iterator and its pool
+    assert workers() == [], "a kept error keeps worker processes alive"
+    assert all(error.__traceback__ is not None for error in kept)
+
+
+def test_after_a_worker_error_the_next_read_starts_workers_again(tmp_path: Any) -> None:
+    it = killed_at_7(str(tmp_path), times=1)  # one death at 7: not the position's doing
+    got = list(itertools.islice(it, 3))
+    with pytest.raises(WorkerError, match="did not cause it"):
+        for element in it:
+            got.append(element)
+    assert workers() == []
+    got += list(it)  # the reader stayed before the block, and reads on with new workers
+    assert got == list(range(20))
     it.close()
     assert_nothing_left()
 

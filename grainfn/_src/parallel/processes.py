@@ -28,6 +28,8 @@ Faults never cost an element:
   the parent waits for as long as the worker lives.
 - A worker ignores Ctrl-C (the parent handles it) and exits when the parent's
   end of its socket closes.
+- A block that ends with a `WorkerError` stops every worker (`park`): a
+  kept error must not keep processes alive. The next read starts new ones.
 - Only the process that made a pool stops its workers: a child forked from
   the parent (`os.fork()`) that exits leaves them alone.
 """
@@ -212,12 +214,38 @@ class WorkerPool:
         return PoolTask(self, task)
 
     def result(self, task: int) -> Result:
-        """Waits for the block of `task`, keeping the blocks of other tasks that come first."""
+        """Waits for the block of `task`, keeping the blocks of other tasks that come first.
+
+        A block that ends with a `WorkerError`, or a worker that could not
+        start, stops every worker (`park`).
+        """
         self._check_owner()
         worker = task % self.num_workers
-        while task not in self._done:
-            self._receive(worker)
-        return self._done.pop(task)
+        try:
+            while task not in self._done:
+                self._receive(worker)
+        except Exception:
+            self.park()
+            raise
+        block, error, seconds = self._done.pop(task)
+        if isinstance(error, WorkerError):
+            self.park()
+        return block, error, seconds
+
+    def park(self) -> None:
+        """Stops every worker now; the next block sent to or awaited from one starts it again.
+
+        An error raised from a read holds, through its traceback, the
+        iterator and its pool: a program that keeps errors (a retry loop, a
+        list of failures) must not keep their processes too. The blocks the
+        workers held are sent again, whole, to the workers that replace them
+        (as after an interrupt: see `_receive`); nothing is lost.
+        """
+        if self._warm_up:  # the warm-up thread is the only other to start workers
+            self._warm_up[0].thread.join()
+        for worker in self.workers.values():
+            worker.abandoned = True
+            kill(worker.process)
 
     def cancel(self, task: int) -> None:
         """Drops the block of `task` when it arrives."""
