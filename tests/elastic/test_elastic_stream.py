@@ -192,6 +192,41 @@ def test_workers_run_once_per_host_and_change_nothing() -> None:
     assert len(got) == min(shard_sizes) // 2  # until the first of its shards is short
 
 
+class Logged:
+    """`x -> x`, appending `x` to a file at each call: what worker processes read, counted."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __call__(self, x: int) -> int:
+        with open(self.path, "a") as log:
+            log.write(f"{x}\n")
+        return x
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_with_workers_each_position_is_read_once_with_states_after_every_batch(
+    tmp_path: Any, holes: bool
+) -> None:
+    def base(log: str) -> Any:
+        data = fn.map(Logged(log), fn.shuffle(fn.range(1_200), seed=3))
+        return fn.from_dataset(fn.filter(lambda x: x % 7 != 0, data) if holes else data)
+
+    log = tmp_path / "read"
+    pinned = fn.mp_prefetch(2, base(str(log)), adaptive=False)
+    iterator = fn.iterate(elastic_batches(8, pinned, num_logical_shards=4))
+    got, states = [], []
+    for batch in iterator:  # the iterator takes the state after every batch: it reads in workers
+        got.append(batch.tolist())
+        states.append(iterator.state)
+    iterator.close()
+    here = fn.iterate(elastic_batches(8, base(str(tmp_path / "here")), num_logical_shards=4))
+    want = [(batch.tolist(), here.state) for batch in here]
+    assert list(zip(got, states)) == want
+    read = [int(line) for line in log.read_text().split()]
+    assert sorted(read) == list(range(1_200)), "a position read twice (or never) by the workers"
+
+
 def test_the_host_stream_ends_before_a_global_batch_it_cannot_fill() -> None:
     stream = elastic_batches(4, fn.range(10), num_logical_shards=2)
     iterator = fn.iterate(stream)

@@ -131,6 +131,29 @@ class DatasetCursor(BaseCursor):
                     break
         return out
 
+    def next_many_at(self, count: int) -> tuple[list[Any], list[int]]:
+        """`next_many(count)`, and the position after each element: its state once handed out.
+
+        For a reader of blocks (`elastic_batches`' shards) that hands out
+        part of a block and must know its state there without reading again.
+        """
+        out: list[Any] = []
+        ends: list[int] = []
+        while len(out) < count:
+            after = self.state().position
+            for element in self.iterator:
+                after += 1
+                if element is not None or self.allow_nones:
+                    out.append(element)
+                    ends.append(after)
+                    if len(out) == count:
+                        return out, ends
+            try:
+                self._refill(count - len(out))
+            except StopIteration:
+                break
+        return out, ends
+
     def state(self) -> records.DatasetPosition:
         read = len(self.block) - operator.length_hint(self.iterator)
         return records.DatasetPosition(self.start + read)

@@ -30,7 +30,7 @@ import numpy as np
 from grainfn._src.core.blocks import WAITING_BLOCKS, reading_waits
 from grainfn._src.core.dataset import Dataset, read_many, upstream_holes
 from grainfn._src.core.filter_check import FilterCheck, FilterWindow, WithOptionsStream
-from grainfn._src.core.reading import CheckedDatasetCursor, FromDatasetStream
+from grainfn._src.core.reading import CheckedDatasetCursor, DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.core.stream import Cursor, Stream
@@ -60,24 +60,35 @@ class _ShardReader:
     """One logical shard read a block at a time through its own cursor.
 
     The shard's state is its cursor's where the block began; `state(used)`
-    inside a block opens the stream there again and steps over the elements
-    handed out, which a checkpoint pays, not each batch.
+    inside a block is the position after its `used`-th element where the
+    cursor reads a dataset (it says where each element was: see
+    `DatasetCursor.next_many_at`), and otherwise opens the stream there again
+    and steps over the elements handed out. An iterator reading with worker
+    processes asks for the state after every batch.
     """
 
     def __init__(self, stream: Stream[Any], state: Any) -> None:
         self.stream = stream
         self.cursor = stream.open(state)
         self.start, self.length = state, 0
+        self.ends: list[int] | None = None  # the position after each element of the block
 
     def read_block(self, size: int) -> list[Any]:
         start = self.cursor.state()
-        block = self.cursor.next_many(size)
+        if type(self.cursor) is DatasetCursor:  # no filter check window to count
+            block, self.ends = self.cursor.next_many_at(size)
+        else:
+            block, self.ends = self.cursor.next_many(size), None
         self.start, self.length = start, len(block)
         return block
 
     def state(self, used: int) -> Any:
         if used == self.length:
             return self.cursor.state()
+        if not used:
+            return self.start
+        if self.ends is not None:
+            return DatasetPosition(self.ends[used - 1])
         return replayed(self.stream, self.start, used)
 
 
