@@ -122,6 +122,52 @@ def test_predicates_returning_numpy_bools_and_integers_are_read_as_their_truth(f
         assert got == PREDICATE_FACES[face](lambda x, keep=keep: bool(keep(x)))
 
 
+def next_many(stream: Any, count: int) -> list[Any]:
+    cursor = stream.open(stream.init())
+    try:
+        return list(cursor.next_many(count))
+    finally:
+        cursor.close()
+
+
+def no_return(x: int) -> None:
+    x + 1  # meant: return x + 1
+
+
+NONE_MAP_FACES: dict[str, Callable[[int], Any]] = {
+    "to_iter_dataset": lambda n: list(grain.MapDataset.range(n).map(no_return).to_iter_dataset()),
+    "iterating a MapDataset": lambda n: list(grain.MapDataset.range(n).map(no_return)),
+    "fn.from_dataset": lambda n: list(fn.iterate(fn.from_dataset(fn.map(no_return, fn.range(n))))),
+    "a cursor's next_many": lambda n: next_many(fn.from_dataset(fn.map(no_return, fn.range(n))), n),
+    "with workers": lambda n: list(
+        fn.iterate(fn.mp_prefetch(2, fn.from_dataset(fn.map(no_return, fn.range(n)))))
+    ),
+    "repeated forever": lambda n: list(
+        itertools.islice(
+            fn.iterate(fn.from_dataset(fn.repeat(None, fn.map(no_return, fn.range(n))))), 1
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("face", NONE_MAP_FACES)
+@pytest.mark.parametrize("n", [10, 5_000])
+def test_a_map_that_returns_none_everywhere_is_an_error_not_empty_data(face: str, n: int) -> None:
+    with pytest.raises(ValueError, match=r"were all None, and there is no filter") as raised:
+        NONE_MAP_FACES[face](n)
+    assert "a missing `return`" in str(raised.value) and "allow_nones=True" in str(raised.value)
+
+
+def test_a_map_that_drops_some_elements_with_none_reads_as_in_grain() -> None:
+    def odd_only(x: int) -> int | None:
+        return x if x % 2 else None
+
+    ours = list(grain.MapDataset.range(3_000).map(odd_only).to_iter_dataset())
+    assert ours == list(range(1, 3_000, 2))
+    kept = fn.iterate(fn.from_dataset(fn.map(no_return, fn.range(5)), allow_nones=True))
+    assert list(kept) == [None] * 5  # allowed: nothing is dropped, nothing raised
+
+
 def stop_at_init(index: int, count: int) -> None:
     raise StopIteration
 

@@ -106,9 +106,16 @@ class DatasetCursor(BaseCursor):
         self.start = reader.position  # position of block[0]
         self.block: list[Any] = []
         self.iterator: Iterator[Any] = iter(self.block)
+        # A None from a dataset without a filter is a map's (see `StrayNones`).
+        self.strays = None if allow_nones or upstream_holes(reader.dataset) else StrayNones()
 
     def _refill(self, need: int = 1) -> None:
-        self.start, self.block = self.reader.read(need)
+        try:
+            self.start, self.block = self.reader.read(need)
+        except StopIteration:
+            if self.strays is not None:
+                self.strays.check_end(self.reader.dataset)
+            raise
         self.iterator = iter(self.block)
 
     def next(self) -> Any:
@@ -116,20 +123,32 @@ class DatasetCursor(BaseCursor):
             for element in self.iterator:
                 if element is not None or self.allow_nones:
                     return element
+                if self.strays is not None:
+                    self._stray(self.state().position - 1)
             self._refill()  # raises StopIteration at the end
 
     def next_many(self, count: int) -> list[Any]:
         out: list[Any] = []
         while len(out) < count:
             need = count - len(out)
+            after = self.state().position
             taken = list(itertools.islice(self.iterator, need))
-            out.extend(taken if self.allow_nones else [e for e in taken if e is not None])
+            kept = taken if self.allow_nones else [e for e in taken if e is not None]
+            if len(kept) < len(taken) and self.strays is not None:
+                for offset, element in enumerate(taken, after):
+                    if element is None:
+                        self._stray(offset)
+            out.extend(kept)
             if len(taken) < need:  # this block is used up
                 try:
                     self._refill(need - len(taken))
                 except StopIteration:
                     break
         return out
+
+    def _stray(self, position: int) -> None:
+        assert self.strays is not None
+        self.strays.see(position, self.reader.dataset)
 
     def next_many_at(self, count: int) -> tuple[list[Any], list[int]]:
         """`next_many(count)`, and the position after each element: its state once handed out.
@@ -148,6 +167,8 @@ class DatasetCursor(BaseCursor):
                     ends.append(after)
                     if len(out) == count:
                         return out, ends
+                elif self.strays is not None:
+                    self._stray(after - 1)
             try:
                 self._refill(count - len(out))
             except StopIteration:
@@ -163,6 +184,46 @@ class DatasetCursor(BaseCursor):
 
     def close(self) -> None:
         self.reader.close()
+
+
+class StrayNones:
+    """Nones read from a dataset that has no filter: what a map returned, skipped as holes.
+
+    Grain skips them too, so a map may drop an element by returning None. But
+    a map that forgot its `return` makes every element None, and the data
+    would come out empty, or never end (repeated). So `WINDOW` such Nones in
+    a row, or a dataset that is None from its first position to its end,
+    raise a ValueError that says so.
+    """
+
+    __slots__ = ("first", "next")
+
+    def __init__(self) -> None:
+        self.first = self.next = -1  # the run of Nones in a row: its first position, and past it
+
+    def see(self, position: int, dataset: Dataset[Any]) -> None:
+        """Counts a None at `position`; raises once `WINDOW` came in a row."""
+        if position != self.next:
+            self.first = position
+        self.next = position + 1
+        if self.next - self.first >= WINDOW:
+            raise ValueError(_stray_message(dataset, self.first, self.next))
+
+    def check_end(self, dataset: Dataset[Any]) -> None:
+        """At the end of the data: raises if every position was None."""
+        if self.first == 0 and self.next == dataset.length:
+            raise ValueError(_stray_message(dataset, self.first, self.next))
+
+
+def _stray_message(dataset: Dataset[Any], first: int, stop: int) -> str:
+    return (
+        f"Positions {first} to {stop - 1} of {dataset.describe_stage()} were all None, and "
+        "there is no filter in its pipeline: a map (or the source) returned None for each of "
+        "them, a missing `return` perhaps. A None is read as a hole and skipped, so the data "
+        "would come out empty, or never end. Return the element from the map; to drop "
+        "elements, use filter; to keep the Nones, read with allow_nones=True "
+        "(fn.from_dataset(..., allow_nones=True), or to_iter_dataset(allow_nones=True))."
+    )
 
 
 class CheckedDatasetCursor(DatasetCursor):
