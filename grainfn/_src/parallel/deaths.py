@@ -3,7 +3,9 @@
 A `WorkerPool` (see `processes`) calls a worker dead when its process ends
 (a signal, `os._exit`, the OOM killer) or when it sends nothing for
 `worker_timeout` seconds (the pool then kills it: it is stopped, or stuck).
-Either way the rule is the same, and it blames a position only on evidence:
+A `RayPool` (see `ray_pool`) calls a Ray actor dead when a call to it raises
+`RayActorError` (its process ended, or its node left). Either way the rule is
+the same, and it blames a position only on evidence:
 
 1. The block the worker died on is sent to a new worker *one position at a
    time* (`after_death` returns a `Retry`); the new worker answers each
@@ -16,6 +18,13 @@ Either way the rule is the same, and it blames a position only on evidence:
    read once more, one position at a time. Only a second death at the same
    position blames it: the block's result is the positions before it and an
    error naming it, like an exception there.
+
+Ray actors differ in rule 2 alone: a block read again without a death is
+delivered as it is, with no error. On a cluster a lost actor or node is
+ordinary (a preempted node, an autoscaler that scales down), and costs
+nothing. Their one-at-a-time reads also go on from the suspect position
+(`after_death(..., keep=True)`): each position is a call of its own, so the
+positions before it are in hand already.
 
 A worker that dies while starting (loading the pipeline or running
 `worker_init_fn`) ends its block with an error at once: no position is read.
@@ -58,6 +67,15 @@ class Death:
             "was killed by signal 9 (SIGKILL)".
         ready: Whether it had loaded the pipeline and run `worker_init_fn`.
         hint: What to do about it, when the cause is known (a timeout), else "".
+        kind: What it was, as errors name it: "grainfn worker" (a process of
+            `mp_prefetch` or a DataLoader) or "Ray actor" (of a `RayPool`).
+
+    Examples:
+        >>> Death(0, 12, "was killed by signal 9 (SIGKILL)", True).who
+        'grainfn worker 0 (pid 12)'
+        >>> death = Death(1, 34, "died", True, kind="Ray actor")
+        >>> death.who, death.kinds, death.short
+        ('Ray actor 1 (pid 34)', 'Ray actors', 'actors')
     """
 
     index: int
@@ -65,11 +83,22 @@ class Death:
     how: str
     ready: bool
     hint: str = ""
+    kind: str = "grainfn worker"
 
     @property
     def who(self) -> str:
         """The worker, as errors name it."""
-        return f"grainfn worker {self.index} (pid {self.pid})"
+        return f"{self.kind} {self.index} (pid {self.pid})"
+
+    @property
+    def kinds(self) -> str:
+        """Such workers, as errors name them: "grainfn workers", "Ray actors"."""
+        return f"{self.kind}s"
+
+    @property
+    def short(self) -> str:
+        """Such workers in a word: "workers", "actors"."""
+        return f"{self.kind.split()[-1]}s"
 
 
 @dataclasses.dataclass
@@ -125,7 +154,12 @@ def timed_out(seconds: float) -> str:
 
 
 def after_death(
-    death: Death, retry: Retry | None, first: int, stop: int, where: str = ""
+    death: Death,
+    retry: Retry | None,
+    first: int,
+    stop: int,
+    where: str = "",
+    keep: bool = False,
 ) -> Retry | tuple[list[Any], str]:
     """What to do with block `[first, stop)` after `death`: read it again, or end it.
 
@@ -136,26 +170,42 @@ def after_death(
         first: The block's first position.
         stop: The position after its last.
         where: Which dataset of the pipeline, for the message ("" for the only one).
+        keep: Whether the next one-at-a-time read goes on from the suspect
+            position, keeping the parts read before it (Ray actors: a call
+            per position); False starts it again at `first` (worker processes).
 
     Returns:
         A `Retry` to send the block with, one position at a time; or the
         block's result: the elements delivered and the message of its error.
+
+    Examples:
+        >>> death = Death(0, 12, "died", True, kind="Ray actor")
+        >>> retry = after_death(death, None, 10, 20)
+        >>> retry.first_death
+        'Ray actor 0 (pid 12) died while reading positions [10, 20).'
+        >>> retry.parts.extend([10, 11])  # then an actor died at position 12
+        >>> retry = after_death(death, retry, 10, 20, keep=True)
+        >>> retry.suspect, retry.parts
+        (12, [10, 11])
+        >>> parts, message = after_death(death, retry, 10, 20, keep=True)  # and again
+        >>> parts, message[:37]
+        ([10, 11], 'Reading position 12 kills Ray actors.')
     """
     if not death.ready:
         return [], (
             f"{death.who} {death.how} while starting: it was loading the pipeline or running "
-            f"worker_init_fn. The next read starts new workers.{death.hint}"
+            f"worker_init_fn. The next read starts new {death.short}.{death.hint}"
         )
     if retry is None:
         first_death = f"{death.who} {death.how} while reading positions [{first}, {stop}){where}."
         return Retry(first_death, death.hint)
     culprit = first + len(retry.parts)
     if retry.suspect != culprit:  # a first death there: perhaps not its doing
-        return Retry(retry.first_death, retry.hint, [], culprit)
+        return Retry(retry.first_death, retry.hint, retry.parts if keep else [], culprit)
     return retry.parts, (
-        f"Reading position {culprit}{where} kills grainfn workers. {retry.first_death} New "
-        f"workers read them again one at a time, and two in a row died at position {culprit} "
-        f"(the last, pid {death.pid}, {death.how}). The positions before it were "
+        f"Reading position {culprit}{where} kills {death.kinds}. {retry.first_death} New "
+        f"{death.short} read them again one at a time, and two in a row died at position "
+        f"{culprit} (the last, pid {death.pid}, {death.how}). The positions before it were "
         f"delivered; the next read tries position {culprit} again."
         f"{death.hint or _CRASH_HINT}"
     )
