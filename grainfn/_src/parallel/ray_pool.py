@@ -20,7 +20,8 @@ positions, so any answer for a block is the answer, which makes these safe:
 - a block far slower than the recent median is also sent to a second actor,
   and the first answer is kept.
 The actors' count may change mid-run (`resize`), and nodes may join or leave:
-the output never changes.
+the output never changes. A Ray that grainfn started lives as long as a pool
+uses it (see `ray_lifetime`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 from grainfn._src.core import validate
 from grainfn._src.core.blocks import MAX_TASK, Result, read_block
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.ray_lifetime import RayLease, connect
 from grainfn._src.parallel.shipping import Shipped, load_ray, ray_arrays, ship
 from grainfn._src.parallel.worker import error_payload, rebuild_error
 
@@ -57,9 +59,6 @@ SLOW_FLOOR = 0.5
 
 CHEAP_BLOCKS = 8
 """Blocks measured before judging whether the work pays for its transfer."""
-
-_JAX_FORK_WARNING = r"os\.fork\(\) was called"
-"""JAX's warning, raised in the parent at every fork once JAX has started its threads."""
 
 QUICK_PUT_BYTES = 16 * 2**20
 """A pipeline with fewer bytes of arrays is put in the object store at once, not in a thread."""
@@ -149,7 +148,9 @@ class RayPool:
     Ray starts on first use: `ray.init(address=address, **init_options)`
     unless this process is connected already. The actors are started then,
     kept across iterators and epochs, and stopped by `close` (or when the
-    pool is garbage collected); a Ray the pool started is shut down with it.
+    pool is garbage collected). A Ray that grainfn started is shut down when
+    the last pool using it closes (or is collected), never under a pool in
+    use; a Ray the user started is never shut down by the pool.
 
     Args:
         num_actors: How many actors read blocks, >= 1.
@@ -216,19 +217,16 @@ class RayPool:
             return
         import ray
 
-        if not ray.is_initialized():
-            with warnings.catch_warnings():
-                # Ray starts its local processes by fork and exec: JAX's warning that a fork
-                # of its threads may deadlock does not apply to a child that execs at once.
-                warnings.filterwarnings("ignore", _JAX_FORK_WARNING, RuntimeWarning)
-                ray.init(address=self.address, **self.init_options)
-            self.started_ray = True
-        self.slots = [_Slot(self._new_actor()) for _ in range(self.num_actors)]
+        lease = connect(self.address, self.init_options)
+        self.started_ray = lease is not None
+        self.slots = []
+        # The list and the lease, not the pool: a finalizer must not keep the pool alive.
+        self._finalizer = weakref.finalize(self, _stop, self.slots, lease)
+        self.slots.extend(_Slot(self._new_actor()) for _ in range(self.num_actors))
         ray.get([slot.actor.node.remote() for slot in self.slots])  # every actor is up
         started = time.perf_counter()
         ray.get(self.slots[0].actor.node.remote())
         self.call_seconds = time.perf_counter() - started
-        self._finalizer = weakref.finalize(self, _stop, self.slots, self.started_ray)
 
     def resize(self, num_actors: int) -> None:
         """Keeps `num_actors` actors from now on: new ones join, the last ones leave.
@@ -282,7 +280,11 @@ class RayPool:
         return id(shipped) in self._pipelines
 
     def close(self) -> None:
-        """Stops the actors, and Ray if the pool started it. Closing again does nothing."""
+        """Stops the actors, and lets go of Ray. Closing again does nothing.
+
+        A Ray that grainfn started stops with the last pool that uses it (see
+        `ray_lifetime`); a Ray the user started runs on.
+        """
         self.closed = True
         if self._finalizer is not None:
             self._finalizer()
@@ -548,13 +550,16 @@ def _kill(ray: Any, actor: Any) -> None:
         ray.kill(actor, no_restart=True)
 
 
-def _stop(slots: list[_Slot], started_ray: bool) -> None:
-    """Stops a pool's actors, and Ray if the pool started it (also at garbage collection)."""
+def _stop(slots: list[_Slot], lease: RayLease | None) -> None:
+    """Stops a pool's actors, and lets go of Ray where grainfn started it (see `ray_lifetime`).
+
+    Also at garbage collection: it holds the pool's list of actors and its
+    lease, never the pool.
+    """
     import ray
 
-    if not ray.is_initialized():
-        return
-    for slot in slots:
-        _kill(ray, slot.actor)
-    if started_ray:
-        ray.shutdown()
+    if ray.is_initialized():
+        for slot in slots:
+            _kill(ray, slot.actor)
+    if lease is not None:
+        lease.release()
