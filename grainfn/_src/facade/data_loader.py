@@ -44,7 +44,9 @@ class DataLoader:
         worker_timeout: Seconds to wait for a worker's next answer before the
             worker is killed and `next()` raises `WorkerError`; nothing is lost,
             and the next `next()` reads on with a new worker. None waits as long
-            as the worker lives. Not in Grain (PyTorch's DataLoader `timeout`).
+            as the worker lives. With a `ray_pool`, the same for its actors
+            (see `grainfn.fn.ray_prefetch`). Not in Grain (PyTorch's DataLoader
+            `timeout`).
         ray_pool: A `grainfn.fn.RayPool` whose Ray actors do the reads and
             per-record operations instead of worker processes (with
             `worker_count=0`); the output and states are the same. Not in Grain.

@@ -343,15 +343,18 @@ class IterDataset(_Stages[T]):
         )
         return _wrap_iter(stream)
 
-    def ray_prefetch(self, pool: Any, *, adaptive: bool = True) -> IterDataset[T]:
+    def ray_prefetch(
+        self, pool: Any, *, adaptive: bool = True, worker_timeout: float | None = None
+    ) -> IterDataset[T]:
         """Computes the map-level work on the Ray actors of `pool` (a `grainfn.fn.RayPool`).
 
         grainfn's addition beside `mp_prefetch`: the same work, on a Ray
         cluster's actors, with the same elements and states as reading here
         (a state saved with Ray restores without it, and the other way round).
-        See `grainfn.fn.ray_prefetch`, for `adaptive` too.
+        See `grainfn.fn.ray_prefetch`, for `adaptive` and `worker_timeout` too.
         """
-        return _wrap_iter(fn.ray_prefetch(pool, self.core, adaptive=adaptive))
+        stream = fn.ray_prefetch(pool, self.core, adaptive=adaptive, worker_timeout=worker_timeout)
+        return _wrap_iter(stream)
 
     def prefetch(self, multiprocessing_options: MultiprocessingOptions) -> IterDataset[T]:
         """Deprecated alias of `mp_prefetch`."""

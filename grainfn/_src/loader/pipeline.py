@@ -50,10 +50,11 @@ def loader_stream(
     `worker_count`, `worker_buffer_size`, `worker_init_fn`, `worker_timeout`
     and `adaptive` are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
     `ray_pool`, a `fn.RayPool` whose actors do the map-level work instead
-    (`fn.ray_prefetch`). `grain_worker_order` with workers gives the order of
-    Grain's DataLoader: worker `w` of `n` takes the shard's records `w, w + n,
-    ...` through the operations (its own filters and batches), and the
-    workers' elements come in turn (`GrainWorkerOrderStream`).
+    (`fn.ray_prefetch`, with `adaptive` and `worker_timeout`).
+    `grain_worker_order` with workers gives the order of Grain's DataLoader:
+    worker `w` of `n` takes the shard's records `w, w + n, ...` through the
+    operations (its own filters and batches), and the workers' elements come
+    in turn (`GrainWorkerOrderStream`).
 
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
@@ -88,7 +89,7 @@ def loader_stream(
     else:
         stream = through_operations(records)
     if check_ray_pool(ray_pool, worker_count) is not None:
-        return fn.ray_prefetch(ray_pool, stream, adaptive=adaptive)
+        return fn.ray_prefetch(ray_pool, stream, adaptive=adaptive, worker_timeout=worker_timeout)
     if worker_count > 0:
         stream = fn.mp_prefetch(
             worker_count,

@@ -3,24 +3,18 @@
 A `RayPool` lives for a job: it connects to a Ray cluster (or starts a local
 one) and keeps `num_actors` actors, placed by Ray resources or node labels,
 across iterators and epochs. Each iterator opens a `RaySession` over its
-pipeline's map-level leaves. The pool puts a pipeline in the object store
-once, whatever the number of iterators over it (see `shipping`: a small
-pickle, and its numpy arrays beside it, which every actor reads as read-only
-views of the object store, without a copy of its own); an actor loads a
-pipeline on its first block of it and keeps it. While that happens the
-reader reads in its own thread (`RayLeafExecutor.ready`).
+pipeline's map-level leaves (see `ray_reads`: how blocks go to the actors,
+and what becomes of a block whose actor dies or does not answer). The pool
+puts a pipeline in the object store once, whatever the number of iterators
+over it (see `shipping`: a small pickle, and its numpy arrays beside it,
+which every actor reads as read-only views of the object store, without a
+copy of its own); an actor loads a pipeline on its first block of it and
+keeps it.
 
-A block of positions goes to the actor with the fewest blocks in flight, not
-round-robin, and blocks come back in position order (the `BlockReader`
-seam that `mp_prefetch` uses). A block's elements depend only on its
-positions, so any answer for a block is the answer, which makes these safe:
-- a block lost with its actor (killed, or its node removed) or with its
-  result (an object lost from the store) is read again by another actor, and
-  the dead actor is replaced;
-- a block far slower than the recent median is also sent to a second actor,
-  and the first answer is kept.
-The actors' count may change mid-run (`resize`), and nodes may join or leave:
-the output never changes. A Ray that grainfn started lives as long as a pool
+The pool replaces an actor that died (`_replace`), and its count may change
+mid-run (`resize`); nodes may join or leave: the output never changes.
+Actors that Ray cannot place are refused at once or waited for with a bound
+(see `ray_placement`), and a Ray that grainfn started lives as long as a pool
 uses it (see `ray_lifetime`).
 """
 
@@ -29,39 +23,23 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import statistics
+import os
 import threading
 import time
 import uuid
-import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from grainfn._src.core import validate
-from grainfn._src.core.blocks import MAX_TASK, Result, read_block
+from grainfn._src.core.blocks import read_block
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.ray_lifetime import RayLease, connect
-from grainfn._src.parallel.shipping import Shipped, load_ray, ray_arrays, ship
-from grainfn._src.parallel.worker import error_payload, rebuild_error
-
-TASK_SECONDS = 0.05
-"""How long a block should take an actor: a Ray call costs about 1 ms, so 2% of it."""
-
-FIRST_TASK_SECONDS = 0.01
-"""How long each of the first round of blocks should take: the first elements come soon."""
-
-SLOW_FACTOR = 4.0
-"""A block waited for this many times the recent median block time is also sent elsewhere."""
-
-SLOW_FLOOR = 0.5
-"""Seconds: a block is never sent to a second actor before this."""
-
-CHEAP_BLOCKS = 8
-"""Blocks measured before judging whether the work pays for its transfer."""
-
-QUICK_PUT_BYTES = 16 * 2**20
-"""A pipeline with fewer bytes of arrays is put in the object store at once, not in a thread."""
+from grainfn._src.parallel.ray_placement import PlacementError, unplaceable, unplaced
+from grainfn._src.parallel.ray_reads import RaySession
+from grainfn._src.parallel.shipping import Shipped, load_ray, ray_arrays
+from grainfn._src.parallel.worker import error_payload
 
 _KEPT_PIPELINES = 4  # pipelines an actor keeps loaded (the job's, most recent first)
 
@@ -84,6 +62,10 @@ class BlockActor:
         import ray
 
         return str(ray.get_runtime_context().get_node_id())
+
+    def where(self) -> tuple[str, int]:
+        """The id of the node this actor runs on, and its process id."""
+        return self.node(), os.getpid()
 
     def read(
         self, key: str, payload: list[Any], leaf: int, first: int, stop: int
@@ -117,7 +99,7 @@ class BlockActor:
 
 
 @dataclasses.dataclass(eq=False)
-class _Slot:
+class ActorSlot:
     """One actor of the pool and the blocks it has in flight.
 
     A block no longer wanted (its reader closed, or another actor answered
@@ -127,8 +109,17 @@ class _Slot:
     """
 
     actor: Any
+    index: int = 0  # its place in the pool, which names it in errors
+    pid: int | None = None  # its process, once it started
     in_flight: int = 0
     abandoned: list[Any] = dataclasses.field(default_factory=list)
+    killed: bool = False  # by the pool (it left, or timed out): its blocks are not suspects
+    successor: ActorSlot | None = None  # the actor that took its place, once it died
+
+    @property
+    def who(self) -> str:
+        """The actor, as errors name it."""
+        return f"Ray actor {self.index} (pid {self.pid})"
 
     def load(self, ray: Any) -> int:
         """Blocks queued on the actor: those wanted, and those abandoned not done yet."""
@@ -152,6 +143,12 @@ class RayPool:
     the last pool using it closes (or is collected), never under a pool in
     use; a Ray the user started is never shut down by the pool.
 
+    Actors that no alive node could hold (more CPUs than any node has, a
+    resource or label no node has) are refused at once with a `ValueError`;
+    actors that do not start within `placement_timeout` seconds (the nodes
+    are busy or too few) are killed, and a `PlacementError` says how many
+    started and what the cluster has.
+
     Args:
         num_actors: How many actors read blocks, >= 1.
         address: The cluster to connect to where Ray is not initialized yet:
@@ -166,6 +163,11 @@ class RayPool:
             `scheduling_strategy`, `memory`...). By default actors spread over
             the nodes (`scheduling_strategy="SPREAD"`).
         init_options: Options of `ray.init` where the pool starts Ray.
+        placement_timeout: Seconds to wait for Ray to start the actors (at
+            `start`, `resize`, and when a dead one is replaced) before
+            `PlacementError`; None waits for as long as it takes, without the
+            check against the nodes (a cluster whose autoscaler adds nodes on
+            demand).
 
     Examples:
         >>> pool = RayPool(2, num_cpus=0.5)
@@ -184,8 +186,10 @@ class RayPool:
         label_selector: Mapping[str, str] | None = None,
         actor_options: Mapping[str, Any] | None = None,
         init_options: Mapping[str, Any] | None = None,
+        placement_timeout: float | None = 60.0,
     ) -> None:
         self.num_actors = validate.check_positive_int(num_actors, "num_actors")
+        self.placement_timeout = check_worker_timeout(placement_timeout, "placement_timeout")
         if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or num_cpus < 0:
             raise ValueError(f"num_cpus must be a number >= 0 (CPUs per actor), got {num_cpus!r}.")
         options: dict[str, Any] = {"num_cpus": num_cpus, "scheduling_strategy": "SPREAD"}
@@ -197,7 +201,7 @@ class RayPool:
         self.actor_options = options
         self.address = address
         self.init_options = dict(init_options or {})
-        self.slots: list[_Slot] = []
+        self.slots: list[ActorSlot] = []
         self.started_ray = False
         self.closed = False
         self.replaced = 0  # actors replaced after they died
@@ -210,20 +214,38 @@ class RayPool:
         self._finalizer: weakref.finalize | None = None
 
     def start(self) -> None:
-        """Connects to Ray (or starts it) and starts the actors, if not done yet."""
+        """Connects to Ray (or starts it) and starts the actors, if not done yet.
+
+        Raises:
+            ValueError: if no node of the cluster could hold one actor.
+            PlacementError: if Ray did not start them all within
+                `placement_timeout`; none is kept, and Ray is let go of.
+        """
         if self.closed:
             raise RuntimeError("This RayPool is closed: make a new one.")
         if self.slots:
             return
         import ray
 
-        lease = connect(self.address, self.init_options)
-        self.started_ray = lease is not None
-        self.slots = []
-        # The list and the lease, not the pool: a finalizer must not keep the pool alive.
-        self._finalizer = weakref.finalize(self, _stop, self.slots, lease)
-        self.slots.extend(_Slot(self._new_actor()) for _ in range(self.num_actors))
-        ray.get([slot.actor.node.remote() for slot in self.slots])  # every actor is up
+        first = self._finalizer is None  # else every actor was lost, and none replaced
+        if first:
+            lease = connect(self.address, self.init_options)
+            self.started_ray = lease is not None
+            self.slots = []
+            # The list and the lease, not the pool: a finalizer must not keep the pool alive.
+            self._finalizer = weakref.finalize(self, _stop, self.slots, lease)
+        try:
+            self._check_placeable()
+            stopped = "The pool did not start: its actors were stopped."
+            self._add_actors(self.slots, self.num_actors, stopped)
+        except BaseException:
+            if first and self._finalizer is not None:
+                self._finalizer()  # the actors that started, and Ray where it was the pool's
+                self._finalizer = None
+            else:
+                _stop(self.slots, None)
+            self.slots.clear()
+            raise
         started = time.perf_counter()
         ray.get(self.slots[0].actor.node.remote())
         self.call_seconds = time.perf_counter() - started
@@ -233,17 +255,29 @@ class RayPool:
 
         Blocks in flight on an actor that leaves are read again by another.
         The output does not change.
+
+        Raises:
+            ValueError: if no node of the cluster could hold one actor.
+            PlacementError: if Ray did not start the new actors within
+                `placement_timeout`; the pool keeps those that started.
         """
         count = validate.check_positive_int(num_actors, "num_actors")
-        self.num_actors = count
         if not self.slots:
+            self.num_actors = count
             return
         import ray
 
         while len(self.slots) > count:
-            _kill(ray, self.slots.pop().actor)
-        while len(self.slots) < count:
-            self.slots.append(_Slot(self._new_actor()))
+            slot = self.slots.pop()
+            slot.killed = True
+            _kill(ray, slot.actor)
+        self.num_actors = len(self.slots)
+        if count > len(self.slots):
+            self._check_placeable()
+            try:
+                self._add_actors(self.slots, count - len(self.slots), "")
+            finally:
+                self.num_actors = len(self.slots)
 
     def nodes(self) -> list[str]:
         """The node id of each actor (starting the pool if it is not started)."""
@@ -252,9 +286,14 @@ class RayPool:
         self.start()
         return [str(node) for node in ray.get([slot.actor.node.remote() for slot in self.slots])]
 
-    def session(self, leaves: Sequence[Dataset[Any]], pinned: bool = True) -> RaySession:
-        """What reads `leaves` for one iterator; `pinned`: every block goes to the actors."""
-        return RaySession(self, list(leaves), pinned)
+    def session(
+        self,
+        leaves: Sequence[Dataset[Any]],
+        pinned: bool = True,
+        worker_timeout: float | None = None,
+    ) -> RaySession:
+        """What reads `leaves` for one iterator (see `RaySession` for the options)."""
+        return RaySession(self, list(leaves), pinned, worker_timeout)
 
     def put(self, shipped: Shipped) -> tuple[str, Any]:
         """The key and object reference of a pipeline in the object store: put once per pool.
@@ -313,9 +352,64 @@ class RayPool:
 
         return ray.remote(BlockActor).options(**self.actor_options).remote()
 
+    def _check_placeable(self) -> None:
+        """Raises ValueError where no alive node could hold one actor (see `ray_placement`)."""
+        if self.placement_timeout is None:  # wait for as long as it takes: nodes may come
+            return
+        import ray
+
+        reason = unplaceable(self.actor_options, ray.nodes())
+        if reason is not None:
+            raise ValueError(reason)
+
+    def _add_actors(self, slots: list[ActorSlot], count: int, consequence: str) -> None:
+        """Starts `count` actors into `slots`, and waits for them for `placement_timeout`.
+
+        Those not started by then are killed and left out of `slots`, and
+        `PlacementError` says so, then `consequence` (what became of the pool).
+        """
+        import ray
+
+        new = []
+        for _ in range(count):
+            new.append(ActorSlot(self._new_actor(), index=len(slots)))
+            slots.append(new[-1])
+        unstarted = self._await_started(new)
+        if not unstarted:
+            return
+        slots[:] = [slot for slot in slots if slot not in unstarted]
+        assert self.placement_timeout is not None, "only a timeout leaves actors unstarted"
+        message = unplaced(
+            count - len(unstarted),
+            count,
+            self.placement_timeout,
+            self.actor_options,
+            ray.available_resources(),
+            ray.cluster_resources(),
+        )
+        for slot in unstarted:
+            slot.killed = True
+            _kill(ray, slot.actor)
+        raise PlacementError(f"{message} {consequence}".rstrip())
+
+    def _await_started(self, new: list[ActorSlot]) -> list[ActorSlot]:
+        """Waits up to `placement_timeout` for the actors of `new`; those that did not start."""
+        import ray
+
+        calls = [slot.actor.where.remote() for slot in new]
+        ready, _ = ray.wait(calls, num_returns=len(calls), timeout=self.placement_timeout)
+        answered = set(ready)
+        unstarted = []
+        for slot, call in zip(new, calls):
+            if call in answered:
+                _, slot.pid = ray.get(call)  # raises what its start raised, if it failed
+            else:
+                unstarted.append(slot)
+        return unstarted
+
     def _submit(
-        self, session: RaySession, leaf: int, first: int, stop: int, avoid: Sequence[_Slot] = ()
-    ) -> tuple[_Slot, Any]:
+        self, session: RaySession, leaf: int, first: int, stop: int, avoid: Sequence[ActorSlot] = ()
+    ) -> tuple[ActorSlot, Any]:
         """Sends a block to the actor with the fewest in flight (other than `avoid`, if any)."""
         import ray
 
@@ -326,223 +420,59 @@ class RayPool:
         ref = slot.actor.read.remote(session.key, [session.payload], leaf, first, stop)
         return slot, ref
 
-    def _release(self, slot: _Slot, abandoned: Any = None) -> None:
+    def _release(self, slot: ActorSlot, abandoned: Any = None) -> None:
         """A block of `slot` is done, or no longer wanted (`abandoned`: its reference)."""
         slot.in_flight = max(0, slot.in_flight - 1)
         if abandoned is not None and any(slot is kept for kept in self.slots):
             slot.abandoned.append(abandoned)
 
-    def _replace(self, dead: _Slot) -> None:
-        """Replaces an actor that died (if it is still in the pool)."""
+    def _replace(self, dead: ActorSlot) -> None:
+        """Replaces an actor that died or was killed (if it is still in the pool).
+
+        Waits for the new actor to start, for `placement_timeout`: if it
+        does not, it is killed, the pool goes on with one actor fewer, and
+        `PlacementError` says so.
+        """
         import ray
 
-        for index, slot in enumerate(self.slots):
+        for place, slot in enumerate(self.slots):
             if slot is dead:
                 _kill(ray, slot.actor)
-                self.slots[index] = _Slot(self._new_actor())
+                new = ActorSlot(self._new_actor(), index=slot.index)
+                self.slots[place] = dead.successor = new
                 self.replaced += 1
+                if self._await_started([new]):
+                    self.slots.remove(new)
+                    new.killed = True
+                    _kill(ray, new.actor)
+                    assert self.placement_timeout is not None, "only a timeout leaves it unstarted"
+                    message = unplaced(
+                        0,
+                        1,
+                        self.placement_timeout,
+                        self.actor_options,
+                        ray.available_resources(),
+                        ray.cluster_resources(),
+                    )
+                    raise PlacementError(
+                        f"{message} It was to replace {dead.who}, which died: the pool goes on "
+                        f"with {len(self.slots)} actors."
+                    )
                 return
 
+    def _heir(self, slot: ActorSlot) -> ActorSlot:
+        """The actor that took the place of `slot` (or `slot`, if it is in the pool).
 
-class RaySession:
-    """One iterator's reads on a `RayPool`: its leaves in the object store, and their timings.
-
-    Where the blocks are `pinned` to the actors, work too cheap for Ray gets a
-    warning (see `record`); otherwise the reader reads such work here itself.
-    """
-
-    def __init__(self, pool: RayPool, leaves: list[Dataset[Any]], pinned: bool = True) -> None:
-        self.pool, self.leaves = pool, leaves
-        self.key = ""
-        self.payload: Any = None
-        self.block_seconds: collections.deque[float] = collections.deque(maxlen=32)
-        self.costs: list[tuple[int, float, float]] = []  # elements, compute, transfer seconds
-        self.warned = not pinned  # nothing to warn of: the reader moves cheap work here
-        self._putter: threading.Thread | None = None  # puts the pipeline (see `ready`)
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        """Starts the pool and puts the pipeline in the object store, if not done yet."""
-        with self._lock:
-            if self.payload is None:
-                self.key, self.payload = self.pool.put(ship((*self.leaves, None)))
-
-    def ready(self) -> bool:
-        """Whether the pipeline is in the object store; never waits for it to get there.
-
-        The pool's actors are started here, where they are not (Ray is started
-        in the calling thread); the pipeline is put here too where that takes
-        no time (its arrays under `QUICK_PUT_BYTES`), else in a thread.
+        The least loaded actor where none did (it left the pool).
         """
-        if self.payload is not None:
-            return True
-        if self._putter is None:
-            self.pool.start()
-            shipped = ship((*self.leaves, None))
-            if self.pool.has(shipped) or shipped.nbytes < QUICK_PUT_BYTES:
-                self.start()
-                return True
-            self._putter = threading.Thread(target=self._put, name="grainfn-ray-put", daemon=True)
-            self._putter.start()
-        return not self._putter.is_alive()
-
-    def _put(self) -> None:
-        with contextlib.suppress(Exception):  # raised again by the first block's `start`
-            self.start()
-
-    def executor(self, leaf: int) -> RayLeafExecutor:
-        return RayLeafExecutor(self, leaf)
-
-    def close(self) -> None:
-        if self._putter is not None:
-            self._putter.join()
-        self.payload = None  # the pool keeps the pipeline in the store while it lives
-
-    def measured(self) -> bool:
-        """Whether the blocks that judge the cost of Ray are in (see `record`)."""
-        return self.warned or len(self.costs) >= CHEAP_BLOCKS
-
-    def slow_after(self) -> float | None:
-        """Seconds to wait for a block before sending it to a second actor as well."""
-        if len(self.block_seconds) < 4 or len(self.pool.slots) < 2:
-            return None
-        return max(SLOW_FLOOR, SLOW_FACTOR * statistics.median(self.block_seconds))
-
-    def record(self, elements: int, compute: float, waited: float, transfer: float) -> None:
-        """Keeps a block's times; warns once if the work does not pay for its transfer."""
-        self.block_seconds.append(max(compute, waited))
-        if self.warned or len(self.costs) >= CHEAP_BLOCKS:
-            return
-        self.costs.append((elements, compute, transfer))
-        if len(self.costs) == CHEAP_BLOCKS:
-            message = too_cheap(self.costs, self.pool.call_seconds or 0.0)
-            if message is not None:
-                self.warned = True
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-
-
-def too_cheap(costs: Sequence[tuple[int, float, float]], call: float) -> str | None:
-    """Why blocks with these `(elements, compute, transfer)` seconds do not pay for Ray, or None.
-
-    An element costs `compute` on an actor and `transfer` to bring back, and a
-    block one call. Blocks grow to `TASK_SECONDS` of work (at most
-    `MAX_TASK` elements), so the work pays where a block that size computes
-    for longer than its call and transfer take.
-
-    Examples:
-        >>> too_cheap([(100, 0.5, 0.001)], call=0.001) is None  # 5 ms an element
-        True
-        >>> print(too_cheap([(1000, 0.0002, 0.004)], call=0.001))  # doctest: +ELLIPSIS
-        ray_prefetch: an element takes 0.2 µs to compute on an actor, and 4 µs to bring back...
-    """
-    elements = sum(c[0] for c in costs)
-    compute, transfer = sum(c[1] for c in costs) / elements, sum(c[2] for c in costs) / elements
-    size = MAX_TASK if compute <= 0 else max(1, min(MAX_TASK, int(TASK_SECONDS / compute)))
-    if compute * size > transfer * size + call:
-        return None
-    return (
-        f"ray_prefetch: an element takes {compute * 1e6:.3g} µs to compute on an actor, and "
-        f"{transfer * 1e6:.3g} µs to bring back; a call costs {call * 1e3:.3g} ms. Even blocks "
-        f"of {size} elements spend longer on Ray than on the work: it is too cheap to pay for "
-        "Ray. Read it in this process (drop ray_prefetch), or with mp_prefetch; Ray pays "
-        "where an element takes a millisecond or more."
-    )
-
-
-class RayLeafExecutor:
-    """The executor of one leaf of a session, for a BlockReader."""
-
-    def __init__(self, session: RaySession, leaf: int) -> None:
-        self.session, self.leaf = session, leaf
-        # Two blocks per actor: while an actor computes one, its next is queued.
-        self.max_tasks = 2 * session.pool.num_actors
-        self.submitted = 0
-        # How long a block should take: less for the first round, so the first elements come
-        # soon, then TASK_SECONDS.
-        self.task_seconds = FIRST_TASK_SECONDS
-
-    def ready(self) -> bool:
-        """Whether the pipeline is on its way to the actors (see `RaySession.ready`)."""
-        return self.session.ready()
-
-    def submit(self, first: int, stop: int) -> RayTask:
-        self.session.start()
-        self.submitted += 1
-        if self.submitted > self.max_tasks:
-            self.task_seconds = TASK_SECONDS
-        return RayTask(self.session, self.leaf, first, stop)
-
-    def close(self) -> None:
-        """The session belongs to the iterator that opened it; it closes the session."""
-
-
-class RayTask:
-    """A block in flight on one actor, or two (a slow one is sent to a second)."""
-
-    def __init__(self, session: RaySession, leaf: int, first: int, stop: int) -> None:
-        self.session, self.leaf, self.first, self.stop = session, leaf, first, stop
-        self.attempts: list[tuple[_Slot, Any]] = []
-        self._send()
-
-    def _send(self) -> None:
-        busy = [slot for slot, _ in self.attempts]
-        if busy:
-            self.session.pool.duplicated += 1
-        self.attempts.append(
-            self.session.pool._submit(self.session, self.leaf, self.first, self.stop, busy)
-        )
-
-    def result(self) -> Result:
         import ray
 
-        waiting = time.perf_counter()
-        while True:
-            limit = self.session.slow_after() if len(self.attempts) == 1 else None
-            if len(self.attempts) == 1 and self.session.measured():
-                index = 0  # one call: get, with the time after which it is sent again
-            else:  # wait first, to tell the waiting from the transfer, or for either copy
-                refs = [ref for _, ref in self.attempts]
-                ready, _ = ray.wait(refs, num_returns=1, timeout=limit)
-                if not ready:  # far slower than the others: another actor reads it too
-                    self._send()
-                    continue
-                index, limit = refs.index(ready[0]), None
-            slot, ref = self.attempts[index]
-            got = time.perf_counter()
-            try:
-                block, payload, trace, seconds = ray.get(ref, timeout=limit)
-            except ray.exceptions.GetTimeoutError:  # far slower than the others
-                self._send()
-                continue
-            except ray.exceptions.RayActorError:  # the actor died, or its node left
-                self._drop(index)
-                self.session.pool._replace(slot)
-            except ray.exceptions.ObjectLostError:  # its result was lost: read it again
-                self._drop(index)
-                self.session.pool.lost += 1
-            else:
-                transfer = time.perf_counter() - got
-                self._drop(index)
-                self.cancel()  # a second copy, if any, is not needed
-                self.session.record(len(block), seconds, time.perf_counter() - waiting, transfer)
-                error = None
-                if payload is not None:
-                    error = rebuild_error(payload, trace, "a Ray actor (fn.ray_prefetch)")
-                return block, error, seconds
-            if not self.attempts:
-                self._send()
-
-    def _drop(self, index: int) -> None:
-        slot, _ = self.attempts.pop(index)
-        self.session.pool._release(slot)
-
-    def cancel(self) -> bool:
-        """Drops the block: its calls run on (see `_Slot`), and their answers are ignored."""
-        pool = self.session.pool
-        for slot, ref in self.attempts:
-            pool._release(slot, abandoned=ref)
-        self.attempts = []
-        return True
+        self.start()
+        while not any(slot is kept for kept in self.slots) and slot.successor is not None:
+            slot = slot.successor
+        if any(slot is kept for kept in self.slots):
+            return slot
+        return min(self.slots, key=lambda s: s.load(ray))
 
 
 def _kill(ray: Any, actor: Any) -> None:
@@ -550,7 +480,7 @@ def _kill(ray: Any, actor: Any) -> None:
         ray.kill(actor, no_restart=True)
 
 
-def _stop(slots: list[_Slot], lease: RayLease | None) -> None:
+def _stop(slots: list[ActorSlot], lease: RayLease | None) -> None:
     """Stops a pool's actors, and lets go of Ray where grainfn started it (see `ray_lifetime`).
 
     Also at garbage collection: it holds the pool's list of actors and its

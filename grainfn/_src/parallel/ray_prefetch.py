@@ -21,6 +21,7 @@ from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
+from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.prefetch import PoolCursor, PooledLeaf, collect_leaves, with_leaves
 from grainfn._src.parallel.ray_pool import RayPool
 
@@ -37,19 +38,25 @@ class RayPrefetchedStream(PassThroughStream):
 
     pool: RayPool = dataclasses.field(compare=False)
     adaptive: bool = True  # whether work too cheap for the actors moves to this process
+    worker_timeout: float | None = None  # how it reads, like the others: not in any state
 
     def open(self, state: Any) -> Cursor:
         leaves: list[FromDatasetStream[Any]] = []
         collect_leaves(self.parent, leaves)
         if not leaves:  # nothing to read on actors
             return self.parent.open(state)
-        session = self.pool.session([leaf.dataset for leaf in leaves], pinned=not self.adaptive)
+        # A worker_timeout watches the actors only: with one, every block goes to them.
+        watched = self.worker_timeout is not None
+        adaptive = self.adaptive and not watched
+        datasets = [leaf.dataset for leaf in leaves]
+        session = self.pool.session(datasets, not adaptive, self.worker_timeout)
 
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             index = leaves.index(leaf)
             executor = functools.partial(session.executor, index)
-            # While the pipeline goes to the actors, the reader reads here, pinned or not.
-            return PooledLeaf(leaf, executor, self.adaptive, read_while_starting=True)
+            # While the pipeline goes to the actors, the reader reads here, pinned or not
+            # (unless a worker_timeout watches the actors).
+            return PooledLeaf(leaf, executor, adaptive, read_while_starting=not watched)
 
         return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session)
 
@@ -62,7 +69,11 @@ class RayPrefetchedStream(PassThroughStream):
 
 @toolz.curry
 def ray_prefetch(
-    pool: RayPool, data: Stream[T] | Dataset[T], *, adaptive: bool = True
+    pool: RayPool,
+    data: Stream[T] | Dataset[T],
+    *,
+    adaptive: bool = True,
+    worker_timeout: float | None = None,
 ) -> Stream[T]:
     """The stream with its dataset reads done by the Ray actors of `pool`.
 
@@ -70,7 +81,10 @@ def ray_prefetch(
     actors, a block of positions at a time, on whichever actor is free; the
     stream stages above run here, on blocks taken back in position order.
     Elements and states are those of the stream itself, for any number of
-    actors, and a block lost with an actor or a node is read again. The
+    actors, and a block lost with an actor or a node is read again, one
+    position at a time: where two actors in a row die at one position (a
+    record that crashes whoever reads it), `next()` raises `WorkerError`
+    naming it after the elements before it, as `mp_prefetch` does. The
     numpy arrays of the elements come back without a copy, as read-only
     views of Ray's object store. See `RayPool` for where the actors run, and
     docs/distributed.md for when Ray pays.
@@ -87,6 +101,13 @@ def ray_prefetch(
             on the cluster: a decoder that may crash this process, say); a
             block that failed on an actor does the same. Either way, blocks
             are read here while the pipeline goes to the actors.
+        worker_timeout: Seconds to wait for a block's answer (or for each
+            position's, where a block is read again one at a time) before its
+            actors are killed and replaced and `next()` raises `WorkerError`;
+            nothing is lost, and the next `next()` reads the block again. None
+            (the default) waits for as long as the actors live. It implies
+            `adaptive=False`, and every block goes to the actors from the
+            first (none is read here, where nothing would watch it).
 
     Examples:
         >>> from grainfn import fn
@@ -103,4 +124,5 @@ def ray_prefetch(
     if isinstance(data, Dataset):
         data = FromDatasetStream(data)
     adaptive = validate.check_flag(adaptive, "adaptive")
-    return RayPrefetchedStream(as_stream(data, "ray_prefetch"), pool, adaptive)
+    worker_timeout = check_worker_timeout(worker_timeout)
+    return RayPrefetchedStream(as_stream(data, "ray_prefetch"), pool, adaptive, worker_timeout)
