@@ -12,7 +12,8 @@ is the answer, which makes these safe:
 - a block lost with its result (an object lost from the store) is read
   again;
 - a block lost with its actor (killed, or its node removed) is read again
-  one position at a time (a call each) by the actor that replaced it, and
+  one position at a time (a call each, sent once the one before answered)
+  by the actor that replaced it, and
   the worker processes' rule for deaths applies (see `deaths`): if that read
   completes, the block is delivered with no error; a position at which two
   actors in a row die ends the block with a `WorkerError` naming it, after
@@ -306,55 +307,52 @@ class RayTask:
     def _one_at_a_time(self, retry: Retry) -> Result:
         """Reads the rest of the block a position per call, on the heir of the actor that died.
 
-        The calls are sent at once and answered in order: the first that
-        fails with the actor says at which position it died.
+        Each call is sent once the one before it answered, so a death is at
+        the position of the call in flight: with calls queued ahead, Ray may
+        fail those whose answers were on their way when it learnt of the
+        death, which would blame a position before the one that killed it.
         """
         import ray
 
         pool, session = self.session.pool, self.session
         seconds = 0.0
         while True:
-            start = self.first + len(retry.parts)
-            if start >= self.stop:  # read without a death: the death was not theirs
+            position = self.first + len(retry.parts)
+            if position >= self.stop:  # read without a death: the death was not theirs
                 return retry.parts, None, seconds
             assert self.reader is not None
             slot = self.reader = pool._heir(self.reader)
-            calls = [
-                slot.actor.read.remote(session.key, [session.payload], self.leaf, p, p + 1)
-                for p in range(start, self.stop)
-            ]
+            call = slot.actor.read.remote(
+                session.key, [session.payload], self.leaf, position, position + 1
+            )
             slot.in_flight += 1
             try:
-                for number, call in enumerate(calls):
-                    try:
-                        block, payload, trace, took = ray.get(call, timeout=session.worker_timeout)
-                    except ray.exceptions.GetTimeoutError:
-                        return self._timed_out([slot], retry.parts)
-                    except ray.exceptions.RayActorError as died:
-                        pool._replace(slot)
-                        if slot.killed:  # the pool killed it: just send the rest again
-                            break
-                        where = session.of_leaf(self.leaf)
-                        decision = after_death(
-                            _death(slot, died), retry, self.first, self.stop, where, keep=True
-                        )
-                        if not isinstance(decision, Retry):
-                            parts, message = decision
-                            return parts, WorkerError(message), seconds
-                        retry = self.retry = decision
-                        break
-                    except ray.exceptions.ObjectLostError:  # read it again, and the rest
-                        pool.lost += 1
-                        slot.abandoned.extend(calls[number + 1 :])
-                        break
-                    retry.parts.extend(block)
-                    seconds += took
-                    if payload is not None:  # the pipeline's own error, as from a whole block
-                        failure = rebuild_error(payload, trace, "a Ray actor (fn.ray_prefetch)")
-                        slot.abandoned.extend(calls[number + 1 :])
-                        return retry.parts, failure, seconds
+                block, payload, trace, took = ray.get(call, timeout=session.worker_timeout)
+            except ray.exceptions.GetTimeoutError:
+                return self._timed_out([slot], retry.parts)
+            except ray.exceptions.RayActorError as died:
+                pool._replace(slot)
+                if slot.killed:  # the pool killed it: the position is read again, no suspect
+                    continue
+                where = session.of_leaf(self.leaf)
+                decision = after_death(
+                    _death(slot, died), retry, self.first, self.stop, where, keep=True
+                )
+                if not isinstance(decision, Retry):
+                    parts, message = decision
+                    return parts, WorkerError(message), seconds
+                retry = self.retry = decision
+                continue
+            except ray.exceptions.ObjectLostError:  # its answer was lost: read it again
+                pool.lost += 1
+                continue
             finally:
                 pool._release(slot)
+            retry.parts.extend(block)
+            seconds += took
+            if payload is not None:  # the pipeline's own error, as from a whole block
+                failure = rebuild_error(payload, trace, "a Ray actor (fn.ray_prefetch)")
+                return retry.parts, failure, seconds
 
     def _holders(self) -> list[ActorSlot]:
         """The actors reading the whole block, which no longer hold it (see `_timed_out`)."""
