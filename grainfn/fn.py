@@ -103,6 +103,7 @@ if TYPE_CHECKING:
     from grainfn._src.packing.stream import PackState as PackState
     from grainfn._src.packing.stream import best_fit_pack as best_fit_pack
     from grainfn._src.packing.stream import first_fit_pack as first_fit_pack
+    from grainfn._src.parallel.ray_placement import PlacementError as PlacementError
     from grainfn._src.parallel.ray_pool import RayPool as RayPool
     from grainfn._src.parallel.ray_prefetch import ray_prefetch as ray_prefetch
 

@@ -22,9 +22,8 @@ from ray.cluster_utils import Cluster
 
 from grainfn import fn
 from grainfn._src.parallel.processes import WorkerError
-from grainfn._src.parallel.ray_placement import PlacementError
 from grainfn._src.parallel.ray_prefetch import RayPrefetchedStream
-from grainfn.fn import RayPool
+from grainfn.fn import PlacementError, RayPool
 
 # The actors import this module for its maps, where `support` is not on the path: the
 # functions that wait import support.waiting themselves (the actors never call them).

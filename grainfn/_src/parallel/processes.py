@@ -68,6 +68,10 @@ from grainfn._src.parallel.worker import rebuild_error, worker_main
 class WorkerError(RuntimeError):
     """A worker process died, or could not start (see "When things fail" in the parallelism docs).
 
+    Also raised for the Ray actors of `fn.ray_prefetch`: a position at which
+    two actors in a row died, or a block with no answer within its
+    `worker_timeout` (see docs/distributed.md).
+
     Nothing is lost: the iterator stays after the last element it returned,
     and the next read goes on from there with a new worker.
     """

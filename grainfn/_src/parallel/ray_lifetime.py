@@ -34,10 +34,17 @@ class _Started:
     holders: int = 0
 
 
-_started: _Started | None = None  # the Ray grainfn started, while it runs
-# Re-entrant: the garbage collector may run a pool's finalizer (a release) in a thread
-# that holds it already.
-_lock = threading.RLock()
+@dataclasses.dataclass(eq=False)
+class _Registry:
+    """The Ray that grainfn started in this process, while it runs."""
+
+    started: _Started | None = None
+    # Re-entrant: the garbage collector may run a pool's finalizer (a release) in a thread
+    # that holds it already.
+    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
+
+
+_registry = _Registry()
 
 
 @dataclasses.dataclass(eq=False)
@@ -52,17 +59,16 @@ class RayLease:
 
     def release(self) -> None:
         """Lets go of Ray; the last lease released shuts it down. Releasing again does nothing."""
-        global _started
         import ray
 
-        with _lock:
+        with _registry.lock:
             if self.released:
                 return
             self.released = True
             self.started.holders -= 1
-            if self.started.holders > 0 or _started is not self.started:
+            if self.started.holders > 0 or _registry.started is not self.started:
                 return
-            _started = None
+            _registry.started = None
             if ray.is_initialized() and _session(ray) == self.started.session:
                 ray.shutdown()
 
@@ -78,21 +84,21 @@ def connect(address: str | None, init_options: Mapping[str, Any]) -> RayLease | 
         A lease where the Ray is grainfn's (started now, or by another pool
         still holding it): release it when done. None where it is the user's.
     """
-    global _started
     import ray
 
-    with _lock:
+    with _registry.lock:
+        started = _registry.started
         if not ray.is_initialized():
             with warnings.catch_warnings():
                 # Ray starts its local processes by fork and exec: JAX's warning that a fork
                 # of its threads may deadlock does not apply to a child that execs at once.
                 warnings.filterwarnings("ignore", _JAX_FORK_WARNING, RuntimeWarning)
                 ray.init(address=address, **init_options)
-            _started = _Started(_session(ray))
-        elif _started is None or _started.session != _session(ray):
+            started = _registry.started = _Started(_session(ray))
+        elif started is None or started.session != _session(ray):
             return None  # the user's Ray
-        _started.holders += 1
-        return RayLease(_started)
+        started.holders += 1
+        return RayLease(started)
 
 
 def _session(ray: Any) -> tuple[str, str]:
