@@ -184,8 +184,10 @@ class JaxDataset:
     def init(self) -> EpochPosition:
         """The state before the first element: `EpochPosition(0, 0)` of jax integers."""
         self._check_steps()
-        zero = jnp.zeros((), self._static.mode.position_dtype)
-        return EpochPosition(cast(int, zero), cast(int, zero))
+        dtype = self._static.mode.position_dtype
+        # Two buffers, not one used twice: a jitted step may donate the state (donate_argnums).
+        epoch, offset = jnp.zeros((), dtype), jnp.zeros((), dtype)
+        return EpochPosition(cast(int, epoch), cast(int, offset))
 
     def step(self, state: EpochPosition) -> tuple[Any, EpochPosition]:
         """`(element at state, the state after it)`: pure, for `lax.scan`.
