@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from grainfn._src.core import validate
 from grainfn._src.index.device_ints import IntMode, offset_bound, require, wide_offsets
 
 if TYPE_CHECKING:
@@ -157,9 +158,16 @@ def device_array(leaf: Any, stage: str) -> Any:
 
 
 def call_traced(stage: str, fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)` while jax traces a program; an error gets a note naming `stage`."""
+    """`fn(*args)` while jax traces a program; an error gets a note naming `stage`.
+
+    A StopIteration becomes a `UserStopIterationError`, as on the host: a
+    loop over `step` or `get` would take it for the end of the data.
+    """
     try:
         return fn(*args)
+    except StopIteration as stop:
+        validate.note_user_error(stop, stage, "the elements, while to_jax traced it")
+        raise  # not reached: note_user_error raises in its place
     except Exception as error:
         error.add_note(f"(in {stage}, traced by to_jax: the function must be jax-traceable)")
         raise

@@ -426,7 +426,15 @@ class JaxDataset:
         self._check_folding(state)
         mode = self._static.mode
         if not any(isinstance(field, jax.core.Tracer) for field in state):
-            step_states.check_fields(as_host(state), self.period, self.dataset.describe_stage())
+            stage = self.dataset.describe_stage()
+            saved_epoch, _ = step_states.check_fields(as_host(state), self.period, stage)
+            # A state saved by a 64-bit run may hold an epoch a 32-bit one would wrap.
+            require(
+                saved_epoch <= mode.top,
+                f"the state {state!r}",
+                f"its epoch {saved_epoch} does not fit {mode.position_dtype}",
+                mode,
+            )
         epoch, offset = (jnp.asarray(field, mode.position_dtype) for field in state)
         return epoch, offset
 

@@ -1,0 +1,41 @@
+"""The device path says what is wrong, never ends or grows silently (issue 46, point 5)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+from grainfn import UserStopIterationError, fn
+
+
+def stops(x: Any) -> Any:
+    raise StopIteration
+
+
+def test_a_stop_iteration_in_a_to_jax_map_is_an_error_not_the_end() -> None:
+    jds = fn.to_jax(fn.map(stops, fn.range(10)))
+
+    def batches() -> Any:  # a user's generator over `step`: StopIteration would end it
+        state = jds.init()
+        while True:
+            batch, state = jax.jit(fn.JaxDataset.step)(jds, state)
+            yield batch
+
+    with pytest.raises(UserStopIterationError, match=r"map\(stops\) raised StopIteration"):
+        list(itertools.islice(batches(), 3))
+    with pytest.raises(UserStopIterationError, match="while to_jax traced it"):
+        jds.get(0)
+
+
+def test_a_saved_epoch_past_32_bits_is_refused_not_wrapped() -> None:
+    jds = fn.to_jax(fn.range(10))
+    saved = fn.EpochPosition(np.int64(2**32 + 5), np.int64(3))  # from a 64-bit run
+    with pytest.raises(OverflowError, match=r"epoch 4294967301 does not fit int32"):
+        jds.step(saved)
+    with pytest.raises(OverflowError, match="jax_enable_x64"):
+        jds.steps(saved, 2)
+    assert int(jds.step(fn.EpochPosition(np.int64(5), np.int64(3)))[0]) == 3  # fits: taken
