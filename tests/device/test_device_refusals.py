@@ -39,3 +39,12 @@ def test_a_saved_epoch_past_32_bits_is_refused_not_wrapped() -> None:
     with pytest.raises(OverflowError, match="jax_enable_x64"):
         jds.steps(saved, 2)
     assert int(jds.step(fn.EpochPosition(np.int64(5), np.int64(3)))[0]) == 3  # fits: taken
+
+
+def test_put_on_device_refuses_an_ahead_it_would_read_forever_to_fill() -> None:
+    endless = fn.from_dataset(fn.repeat(None, fn.range(3)))
+    with pytest.raises(ValueError, match=r"ahead is 1000000000: .* at most 1024"):
+        fn.put_on_device(jax.devices()[0], endless, ahead=10**9)
+    it = fn.iterate(fn.put_on_device(jax.devices()[0], endless, ahead=1024))
+    assert int(next(it)) == 0  # the most it takes: 1025 elements read, then the first
+    it.close()

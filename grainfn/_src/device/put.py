@@ -287,6 +287,10 @@ def platforms(device: Any) -> set[str]:
     return found
 
 
+MAX_AHEAD = 1024
+"""The most elements `put_on_device` keeps on their way to the device."""
+
+
 @toolz.curry
 def put_on_device(device: Any, stream: Stream[Any], *, ahead: int = 1) -> Stream[Any]:
     """`stream` with each element put on `device`, the next `ahead` on their way meanwhile.
@@ -308,7 +312,8 @@ def put_on_device(device: Any, stream: Stream[Any], *, ahead: int = 1) -> Stream
         stream: The stream to put on `device` (a dataset is read in order).
         ahead: How many elements beyond the one returned are handed to
             `jax.device_put` ahead of time; 0 puts each element when it is
-            asked for. Each one holds device memory until it is returned.
+            asked for; at most `MAX_AHEAD`. Each one holds device memory
+            until it is returned.
 
     Returns:
         A stream of the same elements, as jax arrays on `device`.
@@ -325,4 +330,10 @@ def put_on_device(device: Any, stream: Stream[Any], *, ahead: int = 1) -> Stream
         [[2, 3], [4]]
     """
     size = validate.check_nonnegative_int(ahead, "put_on_device's ahead")
+    if size > MAX_AHEAD:
+        raise ValueError(
+            f"put_on_device's ahead is {size}: that many elements would be read, and held on "
+            f"the device, before the first is returned. It must be at most {MAX_AHEAD}; a few "
+            "(1 to 4) keep the device busy, since each put returns before its copy is done."
+        )
     return PutOnDeviceStream(as_stream(stream, "put_on_device"), check_device(device), size)
