@@ -48,3 +48,31 @@ def test_put_on_device_refuses_an_ahead_it_would_read_forever_to_fill() -> None:
     it = fn.iterate(fn.put_on_device(jax.devices()[0], endless, ahead=1024))
     assert int(next(it)) == 0  # the most it takes: 1025 elements read, then the first
     it.close()
+
+
+def build(scale: float) -> Any:
+    """A pipeline built the usual way: a fresh lambda at each call."""
+    return fn.to_jax(fn.map(lambda x: x * scale + 1, fn.shuffle(fn.range(64), seed=0)))
+
+
+def test_a_pipeline_rebuilt_with_a_fresh_lambda_reuses_its_program() -> None:
+    step = jax.jit(fn.JaxDataset.step)
+    first = build(2)
+    step(first, first.init())
+    size = step._cache_size()
+    for _ in range(60):
+        again = build(2)
+        element, _ = step(again, again.init())
+    assert step._cache_size() == size, "each rebuild compiled and kept a program of its own"
+    assert float(element) == float(first.get(0))
+    other = build(3)  # the lambda closes over another value: another program
+    assert float(step(other, other.init())[0]) == fn.shuffle(fn.range(64), seed=0).get(0) * 3 + 1
+
+
+def test_a_lambda_closing_over_an_array_keeps_its_own_program() -> None:
+    def with_table(table: np.ndarray) -> Any:
+        return fn.to_jax(fn.map(lambda x: x + table[0], fn.range(4)))
+
+    step = jax.jit(fn.JaxDataset.step)
+    one, two = with_table(np.array([10])), with_table(np.array([20]))
+    assert int(step(one, one.init())[0]) == 10 and int(step(two, two.init())[0]) == 20
