@@ -76,3 +76,10 @@ def test_a_lambda_closing_over_an_array_keeps_its_own_program() -> None:
     step = jax.jit(fn.JaxDataset.step)
     one, two = with_table(np.array([10])), with_table(np.array([20]))
     assert int(step(one, one.init())[0]) == 10 and int(step(two, two.init())[0]) == 20
+
+
+def test_a_dict_source_with_a_single_value_says_each_array_needs_a_row_per_record() -> None:
+    with pytest.raises(ValueError, match=r"got shapes \{'x': \(5,\), 'scale': \(\)\}"):
+        fn.source({"x": np.arange(5), "scale": np.float32(3.0)})
+    ds = fn.source({"x": np.arange(5, dtype=np.int32), "scale": np.full(5, np.float32(3.0))})
+    assert float(fn.to_jax(ds).get(2)["scale"]) == 3.0

@@ -238,8 +238,16 @@ def array_tree(data: Any) -> ArrayTree | None:
     if not isinstance(data, dict) or not data or not all(isinstance(k, str) for k in data):
         return None
     leaves = tree.leaves(data)
-    if not leaves or not all(getattr(leaf, "ndim", 0) >= 1 for leaf in leaves):
+    if not leaves or not all(hasattr(leaf, "ndim") for leaf in leaves):
         return None
+    if not all(leaf.ndim >= 1 for leaf in leaves):
+        shapes = tree.map_leaves(lambda leaf: tuple(leaf.shape), data)
+        raise ValueError(
+            f"A source of arrays (a dict of them) holds a row of each array per record, so "
+            f"every array needs a first dimension (the number of records); got shapes "
+            f"{shapes}, where () is a single value. Give it one row per record "
+            "(np.full(n, value)), or pass it to the map that needs it (fn.map(f, ds, arrays=...))."
+        )
     lengths = {int(leaf.shape[0]) for leaf in leaves}
     if len(lengths) > 1:
         shapes = tree.map_leaves(lambda leaf: tuple(leaf.shape), data)
