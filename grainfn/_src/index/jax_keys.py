@@ -16,53 +16,30 @@ from typing import Any
 
 import numpy as np
 
-HONOURED_PRNG_IMPLS = ("threefry2x32", "rbg")
-"""The `jax_default_prng_impl` settings whose keys random_map honours: the same keys in both
-integer modes. (unsafe_rbg's `fold_in` gives other keys with 64-bit integers.)"""
+KEY_IMPL = "threefry2x32"
+"""The PRNG of random_map's keys, whatever `jax_default_prng_impl` says (see `seed_key`)."""
 
 SEED_LIMIT = 2**64
 """A jax key holds a seed below 2**64."""
 
 
-def default_prng_impl() -> str:
-    """The `jax_default_prng_impl` setting jax has now."""
-    import jax
-
-    return str(jax.config.jax_default_prng_impl)  # type: ignore[attr-defined]
-
-
-def prng_impl_problem(stage: str) -> str | None:
-    """Why the current `jax_default_prng_impl` cannot give exact keys for `stage`, or None."""
-    impl = default_prng_impl()
-    if impl in HONOURED_PRNG_IMPLS:
-        return None
-    return (
-        f"{stage!r} cannot draw with jax_default_prng_impl={impl!r}: its keys folded with a "
-        "position differ between 32- and 64-bit integers, so the draws would depend on "
-        f"jax_enable_x64. Set jax_default_prng_impl to one of {list(HONOURED_PRNG_IMPLS)}."
-    )
-
-
 def seed_key(seed: int) -> Any:
     """`jax.random.key(seed)` as jax computes it with 64-bit integers, in both modes.
 
-    With jax's default PRNG (threefry2x32), the key of the seed's high and low
-    32-bit words: `jax.random.key` in 32-bit mode would drop the high word of
-    a seed past 2**32. With `jax_default_prng_impl='rbg'`, rbg's key of the
-    low word, folded with the high word: the setting is honoured, and the key
-    still depends on the whole seed, the same in both modes.
+    Always a threefry2x32 key, of the seed's high and low 32-bit words
+    (`jax.random.key` in 32-bit mode would drop the high word of a seed past
+    2**32), whatever `jax_default_prng_impl` says. With 'rbg' or
+    'unsafe_rbg', jax draws the bits of a vmapped batch of keys from its first
+    key, so an element's draws would depend on which positions are read with
+    it (on device, a batch; on the host, one element at a time); and
+    unsafe_rbg's `fold_in` gives other keys with 64-bit integers. A
+    threefry2x32 key draws the same bits alone or in any batch, in both
+    integer modes. The setting still rules every key the program makes itself.
     """
     import jax
 
-    impl = default_prng_impl()
-    problem = prng_impl_problem("random_map")  # the setting may have changed since
-    if problem is not None:
-        raise TypeError(problem)
-    if impl != "threefry2x32":
-        key = jax.random.key(seed & 0xFFFFFFFF, impl=impl)
-        return jax.random.fold_in(key, np.uint32(seed >> 32))
     words = jax.numpy.asarray([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32)
-    return jax.random.wrap_key_data(words, impl="threefry2x32")
+    return jax.random.wrap_key_data(words, impl=KEY_IMPL)
 
 
 def element_key(seed: int, epoch: Any, high: Any, low: Any) -> Any:

@@ -92,9 +92,6 @@ class RandomMappedDataset(ElementStage[Any]):
                 "host, host workers and device, pass rng='jax': fn.random_map(f, self, seed=..., "
                 "rng='jax') gives f a jax.random key on both."
             )
-        problem = jax_keys.prng_impl_problem(stage)
-        if problem is not None:
-            raise NotOnDeviceError(f"to_jax: {problem}")
         parent, fn, seed = compiler.compile(self.parent, bound), self.fn, self.seed
 
         import jax
@@ -183,10 +180,6 @@ def random_map(
             f"random_map rng must be one of {list(RNGS)} (a numpy Generator, Grain's draws; "
             f"or a jax.random key, the device's), got {validate.short_repr(rng)}."
         )
-    if rng == "jax":
-        problem = jax_keys.prng_impl_problem("random_map")
-        if problem is not None:
-            raise TypeError(problem)
     limit = jax_keys.SEED_LIMIT if rng == "jax" else None
     if isinstance(data, Stream):
         seed = op_seed(seed, data, "random_map", limit=limit)
