@@ -44,7 +44,8 @@ class DataLoader:
         worker_timeout: Seconds to wait for a worker's next answer before the
             worker is killed and `next()` raises `WorkerError`; nothing is lost,
             and the next `next()` reads on with a new worker. None waits as long
-            as the worker lives. With a `ray_pool`, the same for its actors
+            as the worker lives; at most 2147483 (about 24.8 days, the longest
+            wait poll() takes). With a `ray_pool`, the same for its actors
             (see `grainfn.fn.ray_prefetch`). Not in Grain (PyTorch's DataLoader
             `timeout`).
         ray_pool: A `grainfn.fn.RayPool` whose Ray actors do the reads and

@@ -72,7 +72,8 @@ class MultiprocessingOptions:
         worker_timeout: Seconds to wait for a worker's next answer before the
             worker is killed and `next()` raises `WorkerError` (nothing is
             lost: the next `next()` reads the block again with a new worker).
-            None, the default, waits as long as the worker lives. Not in
+            None, the default, waits as long as the worker lives; at most
+            2147483 (about 24.8 days, the longest wait poll() takes). Not in
             Grain; PyTorch's DataLoader calls it `timeout`.
         adaptive: Whether blocks may be read in this process while the
             workers start and where their work is too cheap to pay for its

@@ -118,16 +118,26 @@ class Retry:
     suspect: int | None = None
 
 
+MAX_WORKER_TIMEOUT = (2**31 - 1) // 1000
+"""The longest `worker_timeout`, in seconds: 2147483, about 24.8 days.
+
+The parent waits for its workers with `poll()`, which takes a timeout of at
+most 2**31 - 1 milliseconds; a longer one raises OverflowError there. For
+waits without end there is None.
+"""
+
+
 def check_worker_timeout(value: Any, what: str = "worker_timeout") -> float | None:
     """Returns `value` as seconds (a float), or None, after checking it.
 
     Args:
-        value: None (wait for a worker forever) or a finite number of seconds > 0.
+        value: None (wait for a worker forever) or a number of seconds > 0 and
+            at most `MAX_WORKER_TIMEOUT` (about 24.8 days).
         what: The name of the option, for the error.
 
     Raises:
         TypeError: if `value` is neither None nor a number.
-        ValueError: if it is not finite or not > 0.
+        ValueError: if it is not finite, not > 0, or above `MAX_WORKER_TIMEOUT`.
 
     Examples:
         >>> check_worker_timeout(30)
@@ -136,6 +146,12 @@ def check_worker_timeout(value: Any, what: str = "worker_timeout") -> float | No
         Traceback (most recent call last):
         ...
         ValueError: worker_timeout must be None (wait forever) or a finite number ..., got 0.
+        >>> check_worker_timeout(1e10)
+        Traceback (most recent call last):
+        ...
+        ValueError: worker_timeout must be at most 2147483 seconds (about 24.8 days, the \
+longest wait poll() takes), got 10000000000.0. Pass None to wait for a worker as long as \
+it lives.
     """
     allowed = "None (wait forever) or a finite number of seconds > 0"
     if value is None:
@@ -145,6 +161,12 @@ def check_worker_timeout(value: Any, what: str = "worker_timeout") -> float | No
     seconds = float(value)
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{what} must be {allowed}, got {value!r}.")
+    if seconds > MAX_WORKER_TIMEOUT:
+        raise ValueError(
+            f"{what} must be at most {MAX_WORKER_TIMEOUT} seconds (about 24.8 days, the longest "
+            f"wait poll() takes), got {value!r}. Pass None to wait for a worker as long as it "
+            "lives."
+        )
     return seconds
 
 

@@ -209,7 +209,8 @@ def mp_prefetch(
             or one position of a block read again one at a time) before the
             worker is killed and `next()` raises `WorkerError`; nothing is
             lost, and the next `next()` reads the block again with a new
-            worker. None (the default) waits as long as the worker lives.
+            worker. None (the default) waits as long as the worker lives; at
+            most 2147483 (about 24.8 days, the longest wait poll() takes).
         adaptive: Whether the workers must earn their place (the default):
             while they start, blocks are read here, so the first elements
             come as soon as without workers; and when the consumer waits
