@@ -45,7 +45,7 @@ from grainfn._src.loader.samplers import SequentialSampler as SequentialSampler
 from grainfn._src.loader.sharding import NoSharding as NoSharding
 from grainfn._src.loader.sharding import ShardByJaxProcess as ShardByJaxProcess
 from grainfn._src.loader.sharding import ShardOptions as ShardOptions
-from grainfn._src.parallel.processes import WorkerError as WorkerError
+from grainfn._src.parallel.deaths import WorkerError as WorkerError
 from grainfn._src.stages.sources import RandomAccessDataSource as RandomAccessDataSource
 from grainfn._src.transforms import Batch as Batch
 from grainfn._src.transforms import FilterTransform as FilterTransform

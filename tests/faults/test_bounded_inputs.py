@@ -1,19 +1,27 @@
-"""Nothing endless: a worker_timeout poll() cannot take is refused when made.
+"""Nothing endless: a timeout poll() cannot take is refused when made, and a
+KeyboardInterrupt a worker's function raises is an error at its place.
 
-A worker_timeout above what poll() takes passed its check, then failed with a raw
-OverflowError at the first `next()`; each test failed before its fix.
+Each case was seen passing its check and then failing with a raw OverflowError at the first
+`next()`, or being reported as a worker that called `os._exit`; each test failed before its
+fix.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import grainfn as grain
 from grainfn import fn
+from grainfn._src.parallel.processes import WorkerError
 
+from faults.faulty import Fault
+from faults.harness import payload, read_through, reference_states
 from support.leaks import assert_nothing_left
 
 LONGEST_TIMEOUT = 2147483
@@ -70,4 +78,106 @@ def test_the_longest_worker_timeout_is_taken_and_waited_with() -> None:
         worker_timeout=LONGEST_TIMEOUT,
     )
     assert list(loader) == [x * 10 for x in range(20)]
+    assert_nothing_left()
+
+
+N = 100
+AT = 57
+
+
+@dataclasses.dataclass(frozen=True)
+class InterruptsAt(Fault):
+    """`x -> x`, raising KeyboardInterrupt at the elements in `at` (the first `times` times)."""
+
+    def __call__(self, x: Any) -> Any:
+        if int(x) in self.at and self._fires(int(x)):
+            raise KeyboardInterrupt
+        return x
+
+
+class MapOf(grain.transforms.Map):
+    def __init__(self, function: Any) -> None:
+        self.function = function
+
+    def map(self, element: Any) -> Any:
+        return self.function(element)
+
+
+# adaptive=False: every read in the workers, the place of the fault (read in this process,
+# the KeyboardInterrupt would be a Ctrl-C here, as Python makes it).
+INTERRUPTED: dict[str, Callable[[Any], Any]] = {
+    "fn.mp_prefetch": lambda f: grain.DatasetIterator.over(
+        fn.mp_prefetch(2, fn.map(f, fn.range(N)), adaptive=False)
+    ),
+    "IterDataset.mp_prefetch": lambda f: iter(
+        grain.MapDataset.range(N)
+        .map(f)
+        .to_iter_dataset()
+        .mp_prefetch(grain.MultiprocessingOptions(num_workers=2, adaptive=False))
+    ),
+    "DataLoader": lambda f: iter(
+        grain.DataLoader(
+            data_source=list(range(N)),
+            sampler=grain.samplers.SequentialSampler(N),
+            operations=[MapOf(f)],
+            worker_count=2,
+            adaptive=False,
+        )
+    ),
+}
+
+
+def interrupted_words(position: int) -> str:
+    return (
+        f"The pipeline's code raised KeyboardInterrupt at position {position} in grainfn worker "
+        r"\d \(pid \d+\)\. Workers ignore Ctrl-C"
+    )
+
+
+@pytest.mark.parametrize("face", INTERRUPTED)
+def test_a_keyboard_interrupt_in_a_workers_map_is_an_error_at_its_position(
+    face: str, tmp_path: Path
+) -> None:
+    states = reference_states(lambda: INTERRUPTED[face](lambda x: x))
+    it = INTERRUPTED[face](InterruptsAt(str(tmp_path), frozenset({AT}), times=None))
+    run = read_through(it, max_errors=3, catch=(WorkerError, KeyboardInterrupt))
+    assert [int(np.asarray(e)) for e in run.elements] == list(range(AT))
+    assert run.delivered_at_error == [AT] * 3  # raised again at each read, nothing skipped
+    for error, state in zip(run.errors, run.states):
+        assert isinstance(error, WorkerError), f"{type(error).__name__}: {error}"
+        assert error.__notes__ and "KeyboardInterrupt" in error.__notes__[-1]  # its traceback
+        assert payload(state) == payload(states[AT])  # before the position, every time
+    assert len(run.errors) == 3
+    for error in run.errors:
+        with pytest.raises(WorkerError, match=interrupted_words(AT)):
+            raise error
+    it.close()
+    assert_nothing_left()
+
+
+@pytest.mark.parametrize("face", INTERRUPTED)
+def test_after_a_keyboard_interrupt_in_a_worker_reading_on_loses_nothing(
+    face: str, tmp_path: Path
+) -> None:
+    # A block that raises is read again one position at a time to find the failing one
+    # (as for an exception), so the interrupt must happen twice to reach the consumer.
+    it = INTERRUPTED[face](InterruptsAt(str(tmp_path), frozenset({AT}), times=2))
+    run = read_through(it, max_errors=3, catch=(WorkerError, KeyboardInterrupt))
+    assert len(run.errors) == 1 and run.delivered_at_error == [AT]
+    with pytest.raises(WorkerError, match=interrupted_words(AT)):
+        raise run.errors[0]
+    assert [int(np.asarray(e)) for e in run.elements] == list(range(N))
+    it.close()
+    assert_nothing_left()
+
+
+def interrupt_init(index: int, count: int) -> None:
+    raise KeyboardInterrupt
+
+
+def test_a_keyboard_interrupt_in_worker_init_fn_is_an_error_naming_it() -> None:
+    it = fn.iterate(fn.mp_prefetch(2, fn.range(10), worker_init_fn=interrupt_init))
+    with pytest.raises(WorkerError, match="worker_init_fn raised KeyboardInterrupt in grainfn"):
+        next(it)
+    it.close()
     assert_nothing_left()

@@ -56,6 +56,18 @@ _CRASH_HINT = (
 )
 
 
+class WorkerError(RuntimeError):
+    """A worker process died, could not start, or its pipeline's code raised KeyboardInterrupt.
+
+    See "When things fail" in the parallelism docs. Also raised for the Ray
+    actors of `fn.ray_prefetch`: a position at which two actors in a row
+    died, or a block with no answer within its `worker_timeout` (see
+    docs/distributed.md). Nothing is lost: the iterator stays after the last
+    element it returned, and the next read goes on from there with a new
+    worker.
+    """
+
+
 @dataclasses.dataclass(frozen=True)
 class Death:
     """How a worker ended, as the parent saw it.
@@ -99,6 +111,16 @@ class Death:
     def short(self) -> str:
         """Such workers in a word: "workers", "actors"."""
         return f"{self.kind.split()[-1]}s"
+
+
+def worker_name(index: int, pid: int | None) -> str:
+    """A worker process as errors name it: "grainfn worker 0 (pid 12)"."""
+    return f"grainfn worker {index} (pid {pid})"
+
+
+def of_leaf(leaf: int, count: int) -> str:
+    """Which dataset of a pipeline reading `count` of them an error is about ("" if one)."""
+    return f" of dataset {leaf} of the pipeline" if count > 1 else ""
 
 
 @dataclasses.dataclass
@@ -168,6 +190,38 @@ it lives.
             "lives."
         )
     return seconds
+
+
+def interrupted(position: int, who: str, where: str = "") -> WorkerError:
+    """The error of a KeyboardInterrupt that the pipeline's code raised in a worker at `position`.
+
+    Workers ignore Ctrl-C (the parent handles it), so a KeyboardInterrupt in
+    a worker comes from the pipeline's own code, not from a key press. Raised
+    in the parent as it is, it would stop the run as a Ctrl-C does and pass
+    by every `except Exception`; so it is a `WorkerError` at its position,
+    like any exception there: the positions before it are delivered, and the
+    next read tries that position again.
+
+    Args:
+        position: The position whose reading raised it.
+        who: The worker (see `worker_name`).
+        where: Which dataset of the pipeline (see `of_leaf`).
+
+    Examples:
+        >>> print(interrupted(5, "grainfn worker 0 (pid 12)"))
+        The pipeline's code raised KeyboardInterrupt at position 5 in grainfn worker 0 \
+(pid 12). Workers ignore Ctrl-C (this process handles it), so it came from that code, \
+not from a key press: it is this error, where a KeyboardInterrupt would stop the run as \
+Ctrl-C does. The positions before it were delivered; the next read tries position 5 \
+again. Look in the pipeline's functions for what raises KeyboardInterrupt there.
+    """
+    return WorkerError(
+        f"The pipeline's code raised KeyboardInterrupt at position {position}{where} in {who}. "
+        "Workers ignore Ctrl-C (this process handles it), so it came from that code, not from "
+        "a key press: it is this error, where a KeyboardInterrupt would stop the run as Ctrl-C "
+        f"does. The positions before it were delivered; the next read tries position {position} "
+        "again. Look in the pipeline's functions for what raises KeyboardInterrupt there."
+    )
 
 
 def timed_out(seconds: float) -> str:

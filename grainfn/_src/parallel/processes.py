@@ -53,9 +53,11 @@ from grainfn._src.parallel.deaths import (
     TIMEOUT_HINT,
     Death,
     Retry,
+    WorkerError,
     after_death,
     check_worker_timeout,
     not_theirs,
+    of_leaf,
     timed_out,
 )
 from grainfn._src.parallel.fork_server import start_context, warm
@@ -63,18 +65,6 @@ from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_work
 from grainfn._src.parallel.shipping import Shipped, ship
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, worker_main
-
-
-class WorkerError(RuntimeError):
-    """A worker process died, or could not start (see "When things fail" in the parallelism docs).
-
-    Also raised for the Ray actors of `fn.ray_prefetch`: a position at which
-    two actors in a row died, or a block with no answer within its
-    `worker_timeout` (see docs/distributed.md).
-
-    Nothing is lost: the iterator stays after the last element it returned,
-    and the next read goes on from there with a new worker.
-    """
 
 
 class WorkerPool:
@@ -392,7 +382,8 @@ class WorkerPool:
     def _retry(self, task: int, death: Death) -> None:
         """Resends the task a worker died on one position at a time, or ends it with an error."""
         leaf, first, stop = self._tasks[task]
-        decision = after_death(death, self._retries.get(task), first, stop, self._of_leaf(leaf))
+        where = of_leaf(leaf, len(self.leaves))
+        decision = after_death(death, self._retries.get(task), first, stop, where)
         if isinstance(decision, Retry):
             self._retries[task] = decision
             self._send(task, one_by_one=True)
@@ -400,9 +391,6 @@ class WorkerPool:
             parts, message = decision
             self._forget(task)
             self._done[task] = (parts, WorkerError(message), 0.0)
-
-    def _of_leaf(self, leaf: int) -> str:
-        return f" of dataset {leaf} of the pipeline" if len(self.leaves) > 1 else ""
 
 
 def _start_worker(context: Any, shipped: Shipped, count: int, index: int) -> Worker:

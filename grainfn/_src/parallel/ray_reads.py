@@ -42,11 +42,11 @@ from grainfn._src.parallel.deaths import (
     TIMEOUT_HINT,
     Death,
     Retry,
+    WorkerError,
     after_death,
     check_worker_timeout,
     timed_out,
 )
-from grainfn._src.parallel.processes import WorkerError
 from grainfn._src.parallel.shipping import ship
 from grainfn._src.parallel.worker import rebuild_error
 

@@ -12,14 +12,17 @@ A worker loads the pipeline (and runs `worker_init_fn`), says it is ready,
 then answers the blocks the parent asks for, in order, over its socket: each
 block as one message, or, when the parent asks for a block one position at a
 time (after a worker died on it), one message per position. It ignores
-Ctrl-C (the parent handles it) and exits when the parent says stop or its end
-of the socket closes.
+Ctrl-C (the parent handles it), so a KeyboardInterrupt in a worker comes from
+the pipeline's code: it is sent as a `WorkerError` at its position, like an
+exception there (see `deaths.interrupted`), not left to end the process. It
+exits when the parent says stop or its end of the socket closes.
 """
 
 from __future__ import annotations
 
 import gc
 import multiprocessing.connection
+import os
 import pickle
 import signal
 import sys
@@ -33,6 +36,7 @@ import cloudpickle
 from grainfn._src.core.blocks import read_block
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.validate import UserStopIterationError
+from grainfn._src.parallel.deaths import WorkerError, interrupted, of_leaf, worker_name
 from grainfn._src.parallel.shipping import load_message
 from grainfn._src.parallel.transfer import Channel, encode
 
@@ -60,6 +64,7 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
         channel.send(("init-error", error_payload(error), traceback.format_exc()))
         return
     channel.send(("ready",))
+    who = worker_name(index, os.getpid())
     while True:
         try:
             message, _ = channel.receive()
@@ -69,8 +74,9 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
             return
         task, leaf, first, stop, one_by_one = message
         step = 1 if one_by_one else stop - first
+        where = (who, of_leaf(leaf, len(leaves)))
         for start in range(first, stop, step):
-            sent, last = _answer(channel, task, leaves[leaf], start, start + step, stop)
+            sent, last = _answer(channel, task, leaves[leaf], start, start + step, stop, where)
             if not sent:
                 return  # the parent is gone
             if last:
@@ -78,7 +84,12 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
 
 
 def _run_init(init: Any, index: int, count: int) -> None:
-    """`init(index, count)`; a StopIteration out of it is an error, not the end of the data."""
+    """`init(index, count)`; a StopIteration or KeyboardInterrupt out of it is an error.
+
+    A StopIteration passed on would end the data silently; a KeyboardInterrupt
+    would end the worker as if it crashed (workers ignore Ctrl-C, so it came
+    from the function).
+    """
     try:
         init(index, count)
     except StopIteration as stop:
@@ -88,18 +99,32 @@ def _run_init(init: Any, index: int, count: int) -> None:
             "StopIteration is its __cause__). Return from worker_init_fn, or raise another "
             "exception to stop the run."
         ) from stop
+    except KeyboardInterrupt as interrupt:
+        raise WorkerError(
+            f"worker_init_fn raised KeyboardInterrupt in grainfn worker {index}. Workers "
+            "ignore Ctrl-C (the parent handles it), so it came from the function, not from a "
+            "key press: it is this error, where a KeyboardInterrupt would stop the run as "
+            "Ctrl-C does. Look in worker_init_fn for what raises it."
+        ) from interrupt
 
 
 def _answer(
-    channel: Channel, task: int, dataset: Dataset[Any], first: int, stop: int, task_stop: int
+    channel: Channel,
+    task: int,
+    dataset: Dataset[Any],
+    first: int,
+    stop: int,
+    task_stop: int,
+    where: tuple[str, str],
 ) -> tuple[bool, bool]:
     """Reads positions `[first, stop)` of a task ending at `task_stop` and sends them.
 
-    Returns whether it could send them, and whether they were the task's last
+    `where` is this worker and the dataset, as errors name them. Returns
+    whether it could send them, and whether they were the task's last
     answer: they reached its end, or failed.
     """
     started = time.perf_counter()
-    block, read_error = read_block(dataset, first, stop)
+    block, read_error = _read(dataset, first, stop, where)
     failure = None if read_error is None else (error_payload(read_error), _format(read_error))
     try:
         encoded = encode(block)
@@ -118,6 +143,34 @@ def _answer(
     finally:
         encoded.close()
     return True, last
+
+
+def _read(
+    dataset: Dataset[Any], first: int, stop: int, where: tuple[str, str]
+) -> tuple[list[Any], Exception | None]:
+    """`read_block`, where a KeyboardInterrupt is an error at the position that raised it."""
+    try:
+        return read_block(dataset, first, stop)
+    except KeyboardInterrupt:
+        pass  # read again one position at a time, outside this handler: no chained traceback
+    return _read_to_interrupt(dataset, first, stop, where)
+
+
+def _read_to_interrupt(
+    dataset: Dataset[Any], first: int, stop: int, where: tuple[str, str]
+) -> tuple[list[Any], Exception | None]:
+    """Positions `[first, stop)` one at a time, up to the first that fails (see `_read`)."""
+    block: list[Any] = []
+    for position in range(first, stop):
+        try:
+            block.append(dataset._get(position))
+        except KeyboardInterrupt as interrupt:
+            error = interrupted(position, *where)
+            error.__cause__ = interrupt  # its traceback goes with the error's (see `_format`)
+            return block, error
+        except Exception as error:
+            return block, error
+    return block, None  # the interrupt did not happen again
 
 
 def find_in_main(name: str) -> Any:
