@@ -1,14 +1,16 @@
-"""Nothing endless: a timeout poll() cannot take is refused when made, and a
-KeyboardInterrupt a worker's function raises is an error at its place.
+"""Nothing endless: a count the data cannot use costs nothing, a timeout poll() cannot take is
+refused when made, and a KeyboardInterrupt a worker's function raises is an error at its place.
 
-Each case was seen passing its check and then failing with a raw OverflowError at the first
-`next()`, or being reported as a worker that called `os._exit`; each test failed before its
-fix.
+Each case was seen costing time in proportion to a huge count before the first element
+(logical shards, Grain's worker order: half a minute and more), passing its check and then
+failing with a raw OverflowError at the first `next()`, or being reported as a worker that
+called `os._exit`; each test failed before its fix.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,142 @@ from grainfn._src.parallel.processes import WorkerError
 from faults.faulty import Fault
 from faults.harness import payload, read_through, reference_states
 from support.leaks import assert_nothing_left
+from support.waiting import no_hang
+
+HUGE_SHARDS = 2**20
+HUGE_WORKERS = 10**6
+POSITIONS = 100  # of the data each huge count is asked to cut
+
+
+def hundred() -> grain.IterDataset:
+    return grain.MapDataset.range(POSITIONS).to_iter_dataset()
+
+
+def hundred_loader(workers: int) -> Any:
+    return grain.DataLoader(
+        data_source=list(range(POSITIONS)),
+        sampler=grain.samplers.SequentialSampler(POSITIONS),
+        worker_count=workers,
+        grain_worker_order=True,
+    )
+
+
+HUGE_COUNTS: dict[str, tuple[str, int, Callable[[], Any]]] = {
+    # name: (the option the error names, its value, what builds or reads the first element)
+    "fn.elastic_batches": (
+        "num_logical_shards",
+        HUGE_SHARDS,
+        lambda: fn.elastic_batches(
+            HUGE_SHARDS, fn.range(POSITIONS), num_logical_shards=HUGE_SHARDS
+        ),
+    ),
+    "ElasticIterator num_logical_shards": (
+        "num_logical_shards",
+        HUGE_SHARDS,
+        lambda: grain.experimental.ElasticIterator(
+            hundred(), HUGE_SHARDS, grain.ShardOptions(0, 1), num_logical_shards=HUGE_SHARDS
+        ),
+    ),
+    "ElasticIterator shard_count": (  # one logical shard per host: this host builds only one
+        "num_logical_shards",
+        HUGE_SHARDS,
+        lambda: grain.experimental.ElasticIterator(
+            hundred(), HUGE_SHARDS, grain.ShardOptions(0, HUGE_SHARDS)
+        ),
+    ),
+    "fn.grain_worker_order": (
+        "num_workers",
+        HUGE_WORKERS,
+        lambda: fn.grain_worker_order(HUGE_WORKERS, fn.from_dataset(fn.range(POSITIONS))),
+    ),
+    "fn.grain_worker_order sequential": (
+        "num_workers",
+        HUGE_WORKERS,
+        lambda: fn.grain_worker_order(
+            HUGE_WORKERS, fn.from_dataset(fn.range(POSITIONS)), sequential=True
+        ),
+    ),
+    "IterDataset.mp_prefetch grain_worker_order": (
+        "num_workers",
+        HUGE_WORKERS,
+        lambda: hundred().mp_prefetch(
+            grain.MultiprocessingOptions(HUGE_WORKERS), grain_worker_order=True
+        ),
+    ),
+    "DataLoader grain_worker_order": (
+        "worker_count",
+        HUGE_WORKERS,
+        lambda: next(iter(hundred_loader(HUGE_WORKERS))),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HUGE_COUNTS)
+def test_a_count_far_past_the_data_is_refused_at_once_naming_what_is_allowed(name: str) -> None:
+    option, count, build = HUGE_COUNTS[name]
+    words = (
+        rf"{option}={count} is more than 1024 and more than the {POSITIONS} positions .* "
+        rf"shards {POSITIONS} to {count - 1} would read nothing.* Use {option} in \[1, 1024\]\."
+    )
+    tracemalloc.start()
+    try:
+        with no_hang(f"{name} with {option}={count}"), pytest.raises(ValueError, match=words) as e:
+            build()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Nothing was built per shard or worker: a million of anything is tens of megabytes at
+    # least (what the first call imports is less than one).
+    assert peak < 8 * 2**20, f"refusing {option}={count} peaked at {peak} bytes"
+    if name == "ElasticIterator shard_count":  # it names an option the caller did not pass
+        assert e.value.__notes__ == [
+            f"num_logical_shards was not given: it is shard_count, {count}."
+        ]
+
+
+@pytest.mark.grain
+def test_grains_own_elastic_mode_builds_nothing_per_host_and_takes_any_count_as_grain() -> None:
+    import grain as google_grain
+
+    ours = grain.experimental.ElasticIterator(
+        grain.MapDataset.range(POSITIONS), HUGE_SHARDS, grain.ShardOptions(0, HUGE_SHARDS)
+    )
+    theirs = google_grain.experimental.ElasticIterator(
+        google_grain.MapDataset.range(POSITIONS),
+        HUGE_SHARDS,
+        google_grain.sharding.ShardOptions(0, HUGE_SHARDS),
+    )
+    with no_hang(f"Grain's elastic mode with shard_count={HUGE_SHARDS}"):
+        assert [b.tolist() for b in ours] == [b.tolist() for b in theirs] == [[0]]
+    assert ours.get_state() == theirs.get_state() == {"global_next_index": HUGE_SHARDS}
+
+
+def test_logical_shards_up_to_the_data_or_1024_are_taken_with_their_data() -> None:
+    data = fn.from_dataset(fn.range(2048))
+    one = fn.elastic_batches(2048, data, num_logical_shards=2048)  # shard s: element s alone
+    assert [b.tolist() for b in fn.iterate(one)] == [list(range(2048))]
+    with pytest.raises(ValueError, match=r"num_logical_shards=2049 .* in \[1, 2048\]\."):
+        fn.elastic_batches(2049, data, num_logical_shards=2049)
+    # Up to 1024 whatever the data, as before: shards past the 10 positions leave no batch.
+    assert list(fn.iterate(fn.elastic_batches(1024, fn.range(10), num_logical_shards=1024))) == []
+
+
+def test_grains_worker_order_takes_up_to_1024_workers_whatever_the_data() -> None:
+    batches = fn.batch(2, fn.from_dataset(fn.range(10)))
+    ten = [b.tolist() for b in fn.iterate(fn.grain_worker_order(10, batches))]
+    assert ten == [[k] for k in range(10)]  # each worker batches its one position
+    assert [b.tolist() for b in fn.iterate(fn.grain_worker_order(1024, batches))] == ten
+    with pytest.raises(ValueError, match=r"num_workers=1025 .* in \[1, 1024\]\. Or read in"):
+        fn.grain_worker_order(1025, batches)
+    loader = grain.DataLoader(
+        data_source=list(range(10)),
+        sampler=grain.samplers.SequentialSampler(10),
+        worker_count=1024,
+        grain_worker_order=True,
+    )
+    assert list(loader) == list(range(10))
+    assert_nothing_left()
+
 
 LONGEST_TIMEOUT = 2147483
 """The longest worker_timeout, in seconds: (2**31 - 1) milliseconds, what poll() takes."""

@@ -42,7 +42,9 @@ class LogicalShardBatches(Iterator[Any]):
         instruments: What the host stream goes through (timing, a graph).
 
     Raises:
-        ValueError: for a layout the counts do not allow (see `Layout`).
+        ValueError: for a layout the counts do not allow (see `Layout`), or
+            more logical shards than the data allows (see
+            `grainfn._src.elastic.shards.check_shard_count`).
 
     Examples:
         >>> from grainfn import fn
@@ -76,7 +78,12 @@ class LogicalShardBatches(Iterator[Any]):
         self.instruments = tuple(instruments)
         count = shard_count if num_logical_shards is None else num_logical_shards
         # The layout is checked now, so a bad one is refused at construction.
-        self.host, self.codec = self._host_stream(count)
+        try:
+            self.host, self.codec = self._host_stream(count)
+        except ValueError as error:
+            if num_logical_shards is None:  # the error names an option the caller did not pass
+                error.add_note(f"num_logical_shards was not given: it is shard_count, {count}.")
+            raise
         self.iterator = StreamIterator(self.host)
 
     def _host_stream(self, num_logical_shards: int) -> tuple[Stream[Any], states.ElasticCodec]:

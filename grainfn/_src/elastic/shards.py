@@ -15,7 +15,7 @@ shards repeat each other's draws.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from grainfn._src.core import validate
@@ -63,6 +63,110 @@ def logical_shard(
     return _sliced(stream, lambda ds: cut(ds, shard, num_shards), (shard, num_shards))
 
 
+def positions_to_cut(stream: Stream[Any], *, sequential: bool = False) -> int:
+    """The positions logical shards of `stream` share out: its longest leaf's (or source's).
+
+    Shard `s` of `n` reads some position only if `s` is below this number:
+    with strides (the default) it reads positions `s, s + n, ...` of each
+    leaf dataset; with `sequential`, the `s`-th of `n` contiguous parts of
+    each source, and the parts past a source's length are empty. So shards
+    from this number on read nothing, and yield nothing.
+
+    Raises:
+        ValueError: as `logical_shard`, for a stage that reads data with no
+            positions to cut.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> mixed = fn.mix([fn.from_dataset(fn.range(3)), fn.from_dataset(fn.range(7))])
+        >>> positions_to_cut(mixed)
+        7
+        >>> positions_to_cut(fn.from_dataset(fn.concatenate([fn.range(3), fn.range(4)])))
+        7
+        >>> positions_to_cut(fn.from_dataset(fn.concatenate([fn.range(3), fn.range(4)])),
+        ...                  sequential=True)
+        4
+    """
+    measure = _longest_source if sequential else _length
+    return max((measure(leaf) for leaf in _leaves(stream)), default=0)
+
+
+ANY_DATA_SHARDS = 1024
+"""Logical shards any data may be cut into; more, only up to its positions (`check_shard_count`)."""
+
+
+def check_shard_count(
+    count: int,
+    positions: int,
+    what: str,
+    data: str = "the longest dataset it reads",
+    otherwise: str = "",
+) -> int:
+    """`count` logical shards of data of `positions` positions, unless that is too many.
+
+    Every logical shard is a stream and a state of its own, built before the
+    first element, so a count costs time and memory in proportion to it. A
+    shard from `positions` on reads nothing (see `positions_to_cut`): it
+    yields nothing, so a count beyond the positions only costs. Up to
+    `ANY_DATA_SHARDS` are taken whatever the data (the cost is small, and
+    Grain takes more workers than records); beyond that, at most
+    `positions`, and a larger count is refused before anything is built.
+
+    Args:
+        count: The number of logical shards asked for.
+        positions: What `positions_to_cut` says of the data.
+        what: The option that asked for them, for the error.
+        data: What the positions are of, for the error.
+        otherwise: What else the user may do, ending the error ("" for nothing).
+
+    Raises:
+        ValueError: naming the count and the range allowed.
+
+    Examples:
+        >>> check_shard_count(1024, 10, "num_logical_shards")
+        1024
+        >>> check_shard_count(2000, 1500, "num_workers")
+        Traceback (most recent call last):
+        ...
+        ValueError: num_workers=2000 is more than 1024 and more than the 1500 positions of the \
+longest dataset it reads: it cuts the data into 2000 logical shards, and shards 1500 to 1999 \
+would read nothing, though each is a stream and a state of its own, built before the first \
+element. Use num_workers in [1, 1500].
+    """
+    most = max(positions, ANY_DATA_SHARDS)
+    if count > most:
+        raise ValueError(
+            f"{what}={count} is more than {ANY_DATA_SHARDS} and more than the {positions} "
+            f"positions of {data}: it cuts the data into {count} logical shards, and shards "
+            f"{positions} to {count - 1} would read nothing, though each is a stream and a "
+            f"state of its own, built before the first element. Use {what} in [1, {most}]."
+            f"{otherwise}"
+        )
+    return count
+
+
+def _leaves(stream: Any) -> Iterator[Dataset[Any]]:
+    """The datasets a logical shard of `stream` slices (those `_sliced` cuts), in order."""
+    if isinstance(stream, FromDatasetStream):
+        yield stream.dataset
+        return
+    if stream.reads_in_parent or not stream.parents:
+        raise _uncut(stream)
+    for parent in stream.parents:
+        yield from _leaves(parent)
+
+
+def _length(ds: Dataset[Any]) -> int:
+    return ds.length
+
+
+def _longest_source(ds: Dataset[Any]) -> int:
+    """The length of the longest dataset with no parents below `ds` (`ds`'s own if none)."""
+    if not ds.parents:
+        return ds.length
+    return max(_longest_source(parent) for parent in ds.parents)
+
+
 def prefetch_of(stream: Any) -> Stream[Any] | None:
     """The outermost executor stage of `stream`, or None: the executor a host will run.
 
@@ -108,13 +212,18 @@ def _sliced(
         parent = _sliced(stream.parent, cut, draws)
         return dataclasses.replace(stream, parent=parent, draws=draws)
     if stream.reads_in_parent or not stream.parents:
-        raise ValueError(
-            f"A logical shard cannot be cut from {stream.describe_stage()!r}: logical shards "
-            "slice the datasets a pipeline reads, and this stage reads data that has no "
-            "positions to slice. Build the pipeline over a MapDataset (to_iter_dataset()), "
-            "or shard that source yourself."
-        )
+        raise _uncut(stream)
     return _rebuilt(stream, tuple(_sliced(p, cut, draws) for p in stream.parents))
+
+
+def _uncut(stream: Any) -> ValueError:
+    """The error of a stage that reads data with no positions to cut into logical shards."""
+    return ValueError(
+        f"A logical shard cannot be cut from {stream.describe_stage()!r}: logical shards "
+        "slice the datasets a pipeline reads, and this stage reads data that has no "
+        "positions to slice. Build the pipeline over a MapDataset (to_iter_dataset()), "
+        "or shard that source yourself."
+    )
 
 
 def _rebuilt(node: Any, parents: tuple[Any, ...]) -> Any:

@@ -28,7 +28,13 @@ from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.reads import Blocks, SeparateReads, SharedReads, shared_dataset
 from grainfn._src.elastic.rows import RowsCursor, whole_dataset
-from grainfn._src.elastic.shards import executes_leaves, logical_shard, prefetch_of
+from grainfn._src.elastic.shards import (
+    check_shard_count,
+    executes_leaves,
+    logical_shard,
+    positions_to_cut,
+    prefetch_of,
+)
 from grainfn._src.parallel.prefetch import PrefetchedStream
 from grainfn._src.stages.zip import check_components
 
@@ -212,9 +218,17 @@ def elastic_batches(
         global_batch_size: Rows in a global batch; a multiple of `num_logical_shards`.
         data: An unbatched stream (or a dataset) whose data comes from datasets.
         num_logical_shards: How many streams the pipeline is cut into; fixed for
-            a run, since the data depends on it.
+            a run, since the data depends on it. Up to 1024 whatever the data;
+            more only up to the length of the longest dataset `data` reads
+            (see `check_shard_count`).
         host: This host's index in `[0, num_hosts)`.
         num_hosts: Hosts sharing each global batch; a divisor of `num_logical_shards`.
+
+    Raises:
+        ValueError: for a layout the counts do not allow (see `Layout`), more
+            than 1024 logical shards and more than the data has positions
+            (refused before any shard is built, so that a huge count costs
+            nothing), or a stage with no positions to cut (see `logical_shard`).
 
     Examples:
         >>> from grainfn import fn
@@ -232,8 +246,14 @@ def elastic_batches(
 
 
 def host_stream(stream: Stream[Any], layout: Layout) -> Stream[Any]:
-    """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's executor stage."""
-    count = layout.num_logical_shards
+    """The host's `ElasticStream` of `stream` for `layout`, under the pipeline's executor stage.
+
+    Raises:
+        ValueError: if `layout` has more logical shards than `check_shard_count`
+            allows for `stream`, or `stream` cannot be cut (`logical_shard`).
+    """
+    positions = positions_to_cut(stream)
+    count = check_shard_count(layout.num_logical_shards, positions, "num_logical_shards")
     shards = tuple(into_dataset(logical_shard(stream, s, count)) for s in layout.shards)
     batches = ElasticStream(shards, layout)
     prefetch = prefetch_of(stream)

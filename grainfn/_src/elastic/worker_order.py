@@ -20,8 +20,14 @@ from typing import Any
 
 from grainfn._src.core import validate
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic.shards import logical_shard
+from grainfn._src.elastic.shards import check_shard_count, logical_shard, positions_to_cut
 from grainfn._src.stages.interleave import InterleavedStream
+
+WITHOUT_WORKER_ORDER = (
+    " Or read in grainfn's own order (grain_worker_order=False): it builds nothing per "
+    "worker, and starts no more workers than there are positions to read."
+)
+"""What a worker count too large for Grain's worker order may do instead."""
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -38,14 +44,21 @@ def grain_worker_order(
     """`stream` in the order Grain's `mp_prefetch` with `num_workers` workers yields it.
 
     Args:
-        num_workers: Grain's worker count, >= 1.
+        num_workers: Grain's worker count, >= 1: up to 1024 whatever the data
+            (as Grain, more workers than positions: the extra ones read
+            nothing), more only up to the length of the longest dataset
+            `stream` reads (of its longest source, with `sequential`). Each
+            worker is a stream and a state entry of its own, built before
+            the first element (see `check_shard_count`).
         stream: A pipeline whose data comes from datasets (`from_dataset`).
         sequential: Grain's `sequential_slice`: each worker reads a contiguous
             part of the sources instead of every `num_workers`-th position.
 
     Raises:
-        ValueError: for a bad count, or a stage with no positions to share
-            between workers (a file stream, a user iterator), naming it.
+        ValueError: for a bad count (one above what the data allows is
+            refused before any worker's stream is built), or a stage with no
+            positions to share between workers (a file stream, a user
+            iterator), naming it.
 
     Examples:
         >>> from grainfn import fn
@@ -55,5 +68,7 @@ def grain_worker_order(
     """
     count = validate.check_positive_int(num_workers, "num_workers")
     sequential = validate.check_flag(sequential, "sequential")
+    positions = positions_to_cut(stream, sequential=sequential)
+    check_shard_count(count, positions, "num_workers", otherwise=WITHOUT_WORKER_ORDER)
     shards = tuple(logical_shard(stream, w, count, sequential=sequential) for w in range(count))
     return GrainWorkerOrderStream(shards, count)

@@ -51,8 +51,18 @@ class ElasticIterator(IterDataset[Any]):
             all its logical shards); never changes the data.
         num_logical_shards: How many independent streams the pipeline is cut
             into (logical-shard mode). The host count must divide it, and
-            `global_batch_size` must be a multiple of it. None: taken from the
-            restored state, else `shard_options.shard_count`.
+            `global_batch_size` must be a multiple of it. Up to 1024 whatever
+            the data; more only up to the length of the longest dataset the
+            pipeline reads (a shard past it would read nothing, and each
+            costs a stream and a state). None: taken from the restored
+            state, else `shard_options.shard_count`.
+
+    Raises:
+        ValueError: in logical-shard mode, for counts the layout does not
+            allow, or more logical shards than 1024 and than the data has
+            positions; both are refused before any shard is built. Grain's
+            mode builds nothing per host and takes any `shard_count`, as
+            Grain does.
 
     Examples:
         >>> import grainfn as grain

@@ -54,7 +54,13 @@ def loader_stream(
     `grain_worker_order` with workers gives the order of Grain's DataLoader:
     worker `w` of `n` takes the shard's records `w, w + n, ...` through the
     operations (its own filters and batches), and the workers' elements come
-    in turn (`GrainWorkerOrderStream`).
+    in turn (`GrainWorkerOrderStream`). Each worker's stream is built here, so
+    `worker_count` is then at most 1024, or the shard's number of records if
+    more (`check_shard_count`): a worker past the records reads nothing.
+
+    Raises:
+        ValueError: for a `worker_count` above that with `grain_worker_order`,
+            before any worker's stream is built.
 
     Examples:
         >>> from grainfn._src.loader.samplers import SequentialSampler
@@ -79,8 +85,13 @@ def loader_stream(
     records = sampled(source, sampler, shard)
     if grain_worker_order and worker_count > 0:
         # Imported here: logical shards are for runs moving between Grain and grainfn.
-        from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
+        from grainfn._src.elastic.shards import check_shard_count
+        from grainfn._src.elastic.worker_order import WITHOUT_WORKER_ORDER, GrainWorkerOrderStream
 
+        shard_records = "the shard's records"
+        check_shard_count(
+            worker_count, records.length, "worker_count", shard_records, WITHOUT_WORKER_ORDER
+        )
         workers = tuple(
             through_operations(fn.slice(slice(w, None, worker_count), records))
             for w in range(worker_count)
