@@ -52,7 +52,10 @@ def stack(elements: Sequence[Any], *, strict: bool = False) -> Any:
         the top level: element 0 is a leaf of type int but element 1 is a dict with keys ['a'].
     """
     if not elements:
-        raise ValueError("Cannot stack an empty sequence of elements.")
+        raise ValueError(
+            "Cannot stack an empty sequence of elements: a batch needs at least one. "
+            "Stack a non-empty list (batch sizes are >= 1)."
+        )
     try:
         return _stack_at(elements, "", strict)
     except RecursionError:

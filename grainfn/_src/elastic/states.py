@@ -120,7 +120,10 @@ save, and that file is not in the checkpoint. Restore a checkpoint that every pr
 finished saving.
     """
     if not saved:
-        raise ValueError("No state file to restore an elastic iterator from.")
+        raise ValueError(
+            "No state file to restore an elastic iterator from: the checkpoint holds none. "
+            "Restore a checkpoint that the processes finished saving."
+        )
     first_file, first = saved[0]
     check_form(first, f"State file {first_file}")
     shards: dict[str, Any] = {}

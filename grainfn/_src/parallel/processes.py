@@ -125,7 +125,10 @@ class WorkerPool:
         if self._started:
             return
         if self._finalizer is not None:
-            raise ValueError("This worker pool is closed.")
+            raise ValueError(
+                "This worker pool is closed: it starts no more workers. Make a new iterator "
+                "(from the last state if needed); its workers are its own."
+            )
         self._check_owner()
         _sweep_once_per_process()
         self._context = start_context(self.start_method)

@@ -130,7 +130,10 @@ class ParquetCursor(BaseCursor):
             self.columns = None
         if self.columns is None:
             if self.file is None:
-                raise ValueError("This Parquet cursor is closed.")
+                raise ValueError(
+                    "This Parquet cursor is closed. Make a new iterator, from its last state "
+                    "if needed."
+                )
             self.names, self.columns = files.read_row_group(self.file, row_group)
         stop = min(row + _BLOCK, self.sizes[row_group])
         self.row_group, self.start = row_group, row
