@@ -27,6 +27,7 @@ from grainfn._src.core.blocks import (
     MAX_TASK,
     START_AFTER,
     START_AT_ONCE,
+    START_COSTS,
     BlockReader,
     Fallback,
     Result,
@@ -260,6 +261,34 @@ def test_a_run_shorter_than_start_after_never_starts_the_executor() -> None:
     n = int(START_AFTER / cheap) - 50  # reading it all here takes less than START_AFTER
     read_here, executor, _ = read_starting(n, cheap, cheap / 10, starting=0.0)
     assert read_here == list(range(n)) and executor.asked == 0
+
+
+class CostlyStart(StartingExecutor):
+    """A StartingExecutor whose readying costs `start_cost` seconds (a big source to copy)."""
+
+    start_cost = 0.5
+
+    def start_seconds(self) -> float:
+        return self.start_cost
+
+
+def test_an_executor_that_costs_to_start_waits_start_costs_times_that() -> None:
+    clock = Clock()
+    read_here: list[int] = []
+
+    def element(x: int) -> int:
+        clock.now += START_AT_ONCE / 2  # cheap: never started at once
+        read_here.append(x)
+        return x
+
+    executor = CostlyStart(clock, lambda x: 1e-6, starting=0.0)
+    reader = BlockReader(fn.map(element, fn.range(200_000)), 0, executor=executor, clock=clock)
+    while not executor.asked:
+        reader.read()
+    waited = reader.here_seconds
+    assert (
+        START_COSTS * CostlyStart.start_cost <= waited < START_COSTS * CostlyStart.start_cost + 0.1
+    )
 
 
 def test_costly_elements_start_the_executor_at_once() -> None:

@@ -15,7 +15,10 @@ reading here has taken `START_AFTER` seconds, unless an element costs
 `START_AT_ONCE` seconds or more here (work that processes pay for from the
 first seconds) or `start_prefetch` asks. Starting processes and a trial
 that loses cost a few tens of milliseconds: a run too short to pay for them
-starts none, and a longer one loses a few percent at most. Then it
+starts none, and a longer one loses a few percent at most. An executor that
+says what readying it costs (`start_seconds`: copying a big in-memory
+source for its workers, say) waits `START_COSTS` times that, so that a start
+that loses costs at most a tenth of the reading before it. Then it
 measures both sides and keeps the work where it is faster:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
@@ -79,6 +82,8 @@ START_AFTER = 1.0
 """Seconds of reading in the consumer's thread before an executor with `ready` is started."""
 START_AT_ONCE = 1e-4
 """Seconds per element read here from which such an executor is started at once."""
+START_COSTS = 10.0
+"""Times its `start_seconds` that an executor on trial waits, read here, before it starts."""
 
 Result = tuple[list[Any], Exception | None, float]
 """What an executor's task gives: the elements, the error that stopped it, and its seconds."""
@@ -553,18 +558,27 @@ class BlockReader:
         """Whether to start the executor now: it is ready, or the reader may not read here.
 
         An executor on trial (`adaptive`) is not asked (which starts it)
-        before reading here has taken `START_AFTER` seconds, unless an
-        element costs `START_AT_ONCE` here (the least over two blocks at
-        least: the first may pay for warming up) or `start_prefetch` asked
-        for it; one the user pinned is asked at once.
+        before reading here has taken `START_AFTER` seconds (or `START_COSTS`
+        times its `start_seconds`), unless an element costs `START_AT_ONCE`
+        here (the least over two blocks at least: the first may pay for
+        warming up) or `start_prefetch` asked for it; one the user pinned is
+        asked at once.
         """
         ready = getattr(self.executor, "ready", None)
         if ready is None or not self.read_while_starting:
             return True
-        costly = len(self.own_costs) >= 2 and self.own_cost >= START_AT_ONCE
-        if self.adaptive and self.here_seconds < START_AFTER and not (costly or self.start_asked):
-            return False
+        if self.adaptive and not self.start_asked and self.here_seconds < self._start_after():
+            costly = len(self.own_costs) >= 2 and self.own_cost >= START_AT_ONCE
+            if not costly:
+                return False
         return bool(ready())
+
+    def _start_after(self) -> float:
+        """Seconds to read here before an executor on trial starts (see the module)."""
+        if self.here_seconds < START_AFTER:
+            return START_AFTER
+        cost = getattr(self.executor, "start_seconds", None)
+        return START_AFTER if cost is None else max(START_AFTER, START_COSTS * cost())
 
     def _after_own_block(self, waited: bool) -> None:
         """Hands the work back to the executor where it is due (see the module)."""

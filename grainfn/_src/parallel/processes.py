@@ -62,7 +62,7 @@ from grainfn._src.parallel.deaths import (
 )
 from grainfn._src.parallel.fork_server import start_context, warm
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
-from grainfn._src.parallel.shipping import Shipped, ship
+from grainfn._src.parallel.shipping import COPY_RATE, Shipped, ship
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, worker_main
 
@@ -175,6 +175,15 @@ class WorkerPool:
                 except Exception:  # started again by its first block, which raises the error
                     return True
         return all(self._answered(index) for index in list(self.workers))
+
+    def start_seconds(self) -> float:
+        """About how long readying the workers costs: chiefly writing the pipeline's arrays.
+
+        0 once written (the memory file lives as long as the pipeline: other
+        iterators and epochs of it find it written).
+        """
+        self.start()
+        return 0.0 if self._shipped is None else self._shipped.unwritten_bytes / COPY_RATE
 
     def _workers_to_warm_up(self) -> int:
         """Every worker, but never more than there are positions to read (a block each)."""
@@ -554,6 +563,10 @@ class LeafExecutor:
     def ready(self) -> bool:
         """Whether the pool's workers are up (see `WorkerPool.ready`); starts them if not."""
         return self.pool.ready()
+
+    def start_seconds(self) -> float:
+        """About how long readying the workers costs (see `WorkerPool.start_seconds`)."""
+        return self.pool.start_seconds()
 
     def close(self) -> None:
         """The pool belongs to the stage that made it; it closes the pool."""

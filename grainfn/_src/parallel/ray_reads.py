@@ -47,7 +47,7 @@ from grainfn._src.parallel.deaths import (
     check_worker_timeout,
     timed_out,
 )
-from grainfn._src.parallel.shipping import ship
+from grainfn._src.parallel.shipping import COPY_RATE, ship
 from grainfn._src.parallel.worker import rebuild_error
 
 if TYPE_CHECKING:  # the pool makes sessions: it imports this module
@@ -128,6 +128,16 @@ class RaySession:
             self._putter = threading.Thread(target=self._put, name="grainfn-ray-put", daemon=True)
             self._putter.start()
         return not self._putter.is_alive()
+
+    def start_seconds(self) -> float:
+        """About how long readying the actors costs: putting the pipeline's arrays in the store.
+
+        0 once the pool has put this pipeline (it keeps it for every iterator).
+        """
+        if self.payload is not None:
+            return 0.0
+        shipped = ship((*self.leaves, None))
+        return 0.0 if self.pool.has(shipped) else shipped.nbytes / COPY_RATE
 
     def _put(self) -> None:
         with contextlib.suppress(Exception):  # raised again by the first block's `start`
@@ -211,6 +221,10 @@ class RayLeafExecutor:
     def ready(self) -> bool:
         """Whether the pipeline is on its way to the actors (see `RaySession.ready`)."""
         return self.session.ready()
+
+    def start_seconds(self) -> float:
+        """About how long readying the actors costs (see `RaySession.start_seconds`)."""
+        return self.session.start_seconds()
 
     def submit(self, first: int, stop: int) -> RayTask:
         self.session.start()

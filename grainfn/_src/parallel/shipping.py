@@ -53,6 +53,10 @@ _ALIGNMENT = 64  # each buffer starts at a multiple of this in the memory file
 _WRITE_CHUNK = 1 << 30
 
 
+COPY_RATE = 1e9
+"""Bytes a second a pipeline's arrays are copied (into a memory file, Ray's store), about."""
+
+
 class Shipped:
     """A pipeline encoded once: its pickle, and the buffers that left it (no copy of them).
 
@@ -74,6 +78,12 @@ class Shipped:
     def nbytes(self) -> int:
         """The bytes of the buffers that left the pickle."""
         return sum(buffer.nbytes for buffer in self.buffers)
+
+    @property
+    def unwritten_bytes(self) -> int:
+        """The bytes `memory_file` has still to write: 0 once written (or where none is made)."""
+        written = self._memory is not None or self._memory_failed
+        return 0 if written else self.nbytes
 
     def memory_file(self) -> tuple[int, tuple[int, ...]] | None:
         """The descriptor of the memory file holding the buffers, and each one's offset.
