@@ -241,7 +241,7 @@ def assert_stops_with_the_error(
         with pytest.raises(grain.UserStopIterationError) as caught:
             next(it)
         message = str(caught.value)
-        assert message.startswith("The function of "), message
+        assert message.startswith(("The function of ", "The data source ")), message
         assert stage in message.split(" raised StopIteration, ")[0], message
         assert caught.match(where)
         assert isinstance(caught.value, RuntimeError)
@@ -397,6 +397,15 @@ def test_every_kind_of_user_function_raises_it(kind: str) -> None:
     make, before, stage, where = KINDS[kind]
     it = iter(make())
     assert_stops_with_the_error(it, before, stage, where)
+
+
+def test_a_source_that_runs_out_is_told_how_to_say_so() -> None:
+    with pytest.raises(grain.UserStopIterationError) as raised:
+        list(grain.MapDataset.source(StopSource()))
+    message = str(raised.value)
+    assert "raised StopIteration at source[5], reading position 5" in message
+    assert "make len() count only the records it has, or raise IndexError" in message
+    assert "docs/migrating-from-grain.md" in message
 
 
 def test_fn_step_raises_it_instead_of_returning_the_end() -> None:

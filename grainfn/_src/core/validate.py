@@ -392,7 +392,14 @@ def note_source_error(error: BaseException, source: str, key: int, index: int) -
         ['Raised by the data source source(Records, length 10), reading source[3] (position 13).']
     """
     if isinstance(error, StopIteration):
-        note_user_error(error, source, f"position {index}")
+        raise UserStopIterationError(
+            f"The data source {source} raised StopIteration at source[{key}], reading position "
+            f"{index}. Grain ends the data there, silently; grainfn raises this error instead "
+            "(the StopIteration is its __cause__), so that no record is lost unseen. A source "
+            "that has run out of records says so with its length: make len() count only the "
+            "records it has, or raise IndexError past them. See 'What differs, and why' in "
+            "docs/migrating-from-grain.md."
+        ) from error
     error.add_note(f"Raised by the data source {source}, reading source[{key}] (position {index}).")
 
 
