@@ -80,3 +80,46 @@ def test_parent_of_a_subclass_is_the_dataset_it_was_given() -> None:
         ds = every_other(module)(parent)
         assert ds._parent is parent
         assert list(ds._parents) == [parent]
+
+
+def timed_plus_one(module: Any) -> Any:
+    """A MapDataset subclass that times itself with Grain's recorders, as axlearn's do."""
+
+    class PlusOne(module.MapDataset):  # type: ignore[name-defined,misc]
+        def __init__(self, parent: Any) -> None:
+            super().__init__(parent)
+
+        def __len__(self) -> int:
+            return len(self._parent)
+
+        def __getitem__(self, index: Any) -> Any:
+            element = self._parent[index]
+            with self._stats.record_self_time(num_elements=1):
+                return self._stats.record_output_spec(element + 1)
+
+    class Doubled(module.DatasetIterator):  # type: ignore[name-defined,misc]
+        def __init__(self, parent: Any) -> None:
+            super().__init__(parent)
+
+        def __next__(self) -> Any:
+            element = next(self._parent)
+            with self._stats.record_self_time():
+                return element * 2
+
+        def get_state(self) -> dict[str, Any]:
+            return self._parent.get_state()
+
+        def set_state(self, state: dict[str, Any]) -> None:
+            self._parent.set_state(state)
+
+    return PlusOne, Doubled
+
+
+def test_subclasses_that_record_with_grains_stats_read_as_in_grain() -> None:
+    def read(module: Any) -> tuple[list[int], list[int]]:
+        plus_one, doubled = timed_plus_one(module)
+        ds = plus_one(module.MapDataset.range(6).seed(1).shuffle())
+        return list(ds), list(doubled(iter(ds.to_iter_dataset())))
+
+    assert read(grainfn) == read(grain)
+    assert sorted(read(grainfn)[0]) == [1, 2, 3, 4, 5, 6]

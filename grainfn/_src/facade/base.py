@@ -18,8 +18,9 @@ hand arrays over through memory files.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from grainfn._src.core import validate
@@ -121,6 +122,42 @@ class InPlaceSlicing:
             self._unsliced = source
 
         return set_slice
+
+
+class NoStats:
+    """What a Grain dataset or iterator subclass finds at `self._stats`: Grain's recorders, inert.
+
+    Grain's `Stats` records per-stage times for its execution summary; a
+    subclass calls them in its `__getitem__` or `__next__` (`with
+    self._stats.record_self_time(): ...`). grainfn times stages its own way
+    (`grainfn.config.update("py_debug_mode", True)`, then
+    `grainfn.stage_stats`), so these record nothing and change nothing.
+
+    Examples:
+        >>> stats = NoStats()
+        >>> with stats.record_self_time(num_elements=2):
+        ...     pass
+        >>> stats.record_output_spec([1, 2])
+        [1, 2]
+    """
+
+    @contextlib.contextmanager
+    def record_self_time(self, *, num_elements: int = 1, offset_ns: float = 0) -> Iterator[None]:
+        """Grain's: times the block inside it. Here: runs it."""
+        yield
+
+    def record_output_spec(self, element: Any) -> Any:
+        """Grain's: notes the structure of `element`, which it returns. Here: returns it."""
+        return element
+
+    def record_bytes_consumed(self, num_bytes: int) -> None:
+        """Grain's: counts bytes read. Here: nothing."""
+
+    def record_bytes_produced(self, num_bytes: int) -> None:
+        """Grain's: counts bytes made. Here: nothing."""
+
+    def report(self) -> None:
+        """Grain's: logs the summary. Here: nothing (see `grainfn.stage_stats`)."""
 
 
 class SequentialSliceOnlyError(ValueError, AssertionError):

@@ -23,7 +23,7 @@ from grainfn._src.core.filter_check import WithOptionsStream
 from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.facade.base import DatasetOptions, InPlaceSlicing, SharedMemoryOutput
+from grainfn._src.facade.base import DatasetOptions, InPlaceSlicing, NoStats, SharedMemoryOutput
 from grainfn._src.facade.config import config
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions, available_cores
 from grainfn._src.grain_states.next_index import at_next_index, next_index
@@ -33,6 +33,10 @@ from grainfn._src.transforms import FlatMap, apply_transformations, as_function
 T = TypeVar("T")
 _S = TypeVar("_S", bound="_Stages[Any]")
 It = TypeVar("It", bound="CheckpointableIterator[Any]")
+
+
+_NO_STATS = NoStats()
+"""The one inert `_stats` every facade dataset and iterator shares."""
 
 
 class _Stages(SharedMemoryOutput, Generic[T]):
@@ -47,6 +51,11 @@ class _Stages(SharedMemoryOutput, Generic[T]):
     def core(self) -> Any:
         """The `grainfn.fn` value this dataset wraps."""
         raise NotImplementedError
+
+    @property
+    def _stats(self) -> NoStats:
+        """Grain's per-stage recorders, which subclasses call: inert here (see `NoStats`)."""
+        return _NO_STATS
 
     def _rewrap(self: _S, value: Any) -> _S:
         raise NotImplementedError
@@ -457,6 +466,11 @@ class DatasetIterator(CheckpointableIterator[T]):
     def __init__(self, parents: Any = ()) -> None:
         """Grain's constructor, for subclasses that implement the iterator themselves."""
         self._parents = tuple(parents) if isinstance(parents, Sequence) else (parents,)
+
+    @property
+    def _stats(self) -> NoStats:
+        """Grain's per-stage recorders, which subclasses call: inert here (see `NoStats`)."""
+        return _NO_STATS
 
     @property
     def _parent(self) -> Any:
