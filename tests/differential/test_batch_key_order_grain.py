@@ -204,6 +204,22 @@ def test_a_batch_fns_batches_keep_their_order_as_in_grain() -> None:
         assert [list(b) for b in ours] == [list(b) for b in theirs] == [["z", "a"]] * 2
 
 
+def test_grains_batch_and_pad_sorts_keys_as_grains_does() -> None:
+    import functools
+
+    import grain
+
+    data = [{"tokens": np.arange(3) + i, "mask": {"z": i, "b": np.ones(2)}} for i in range(5)]
+
+    def padded(module: Any) -> list[Any]:
+        pad = functools.partial(module.experimental.batch_and_pad, batch_size=3)
+        return list(module.MapDataset.source(data).batch(3, batch_fn=pad))
+
+    ours, theirs = padded(grainfn), padded(grain)
+    assert_same_batches(ours, theirs)  # the key lists at every level, and the values
+    assert list(ours[1]) == ["mask", "tokens"] and list(ours[1]["mask"]) == ["b", "z"]
+
+
 def test_the_legacy_batch_operation_sorts_keys_as_grains() -> None:
     import grain.python as grain_python
 

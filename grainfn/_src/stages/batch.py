@@ -410,6 +410,7 @@ def batch_and_pad(values: Sequence[T], *, batch_size: int, pad_value: Any = 0) -
     Returns:
         A pytree of the values' structure whose leaves are numpy arrays with a
         leading axis of size `batch_size`: the stacked values, then padding.
+        Its dicts have their keys sorted, as Grain's `batch_and_pad` gives.
 
     Raises:
         ValueError: if `values` is empty or longer than `batch_size`, if the
@@ -440,10 +441,9 @@ def batch_and_pad(values: Sequence[T], *, batch_size: int, pad_value: Any = 0) -
             f"batch_and_pad got {count} values for a batch of batch_size={batch_size}; pass "
             "the same batch_size to batch and to batch_and_pad."
         )
-    if count == batch_size:
-        return tree.stack(values)
-    padding = pad_like(values[0], pad_value)
-    return tree.stack([*values, *[padding] * (batch_size - count)])
+    padding = pad_like(values[0], pad_value) if count < batch_size else None
+    stacked = tree.stack([*values, *[padding] * (batch_size - count)])
+    return sorted_keys(stacked, values[0])  # Grain's stacks through JAX: its keys sorted
 
 
 def pad_like(element: Any, pad_value: Any) -> Any:
