@@ -13,9 +13,13 @@ every nesting level, and the values leaf by leaf.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
+import subprocess
+import sys
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 from absl import flags
@@ -202,6 +206,42 @@ def test_a_batch_fns_batches_keep_their_order_as_in_grain() -> None:
     ):
         ours, theirs = build(grainfn), build(grain)
         assert [list(b) for b in ours] == [list(b) for b in theirs] == [["z", "a"]] * 2
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Example:
+    """An element as tunix's are: a dataclass JAX registers as a pytree node."""
+
+    tokens: np.ndarray
+    mask: dict[str, Any]
+    label: int
+
+
+@pytest.mark.parametrize("kind", ["MapDataset.batch", "IterDataset.batch", "DataLoader Batch"])
+def test_a_batch_of_jax_pytree_nodes_is_one_node_of_arrays_as_in_grain(kind: str) -> None:
+    data = [Example(np.arange(3) + i, {"b": np.ones(2) * i, "a": i}, i) for i in range(5)]
+    ours, theirs = read_both(kind, data, 2, drop=False)
+    assert len(ours) == len(theirs) == 3
+    for a, b in zip(ours, theirs):
+        assert type(a) is type(b) is Example
+        assert list(a.mask) == list(b.mask) == ["a", "b"]
+        for field in ("tokens", "label"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+        for key in ("a", "b"):
+            np.testing.assert_array_equal(a.mask[key], b.mask[key])
+
+
+def test_batching_objects_does_not_import_jax() -> None:
+    script = (
+        "import sys, grainfn as grain\n"
+        "class Point:\n"
+        "    def __init__(self, x): self.x = x\n"
+        "batches = list(grain.MapDataset.source([Point(i) for i in range(4)]).batch(2))\n"
+        "assert batches[0].dtype == object and 'jax' not in sys.modules, sorted(sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_grains_batch_and_pad_sorts_keys_as_grains_does() -> None:

@@ -187,11 +187,54 @@ def _stack_at(elements: Sequence[Any], path: str, strict: bool = False) -> Any:
         if _is_namedtuple(first):
             return type(first)(*stacked)
         return type(first)(stacked)
+    node = jax_children(first)
+    if node is not None:
+        return _stack_jax_node(elements, path, strict, node[1])
     if strict:
         for position, element in enumerate(elements):
             if isinstance(element, _NODES):
                 raise _structure_error(path, first, element, position)
     return _stack_leaves(elements, path)
+
+
+def jax_children(value: Any) -> tuple[list[Any], Any] | None:
+    """The children and one-level structure of `value` where JAX registers it as a node.
+
+    A `flax.struct.dataclass`, an `equinox.Module`, a class registered with
+    `jax.tree_util`: Grain stacks them through JAX's tree functions, field by
+    field, so a batch of them is one of them holding arrays. None for a leaf,
+    and wherever the program has not imported jax: grainfn does not import it
+    for this. (dicts, lists and tuples are grainfn's own nodes: not asked here.)
+    """
+    jax = sys.modules.get("jax")
+    if jax is None or isinstance(value, (np.ndarray, *_SCALARS)):
+        return None
+    children, structure = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is not value)
+    if jax.tree_util.treedef_is_leaf(structure):
+        return None
+    return children, structure
+
+
+def jax_rebuild(structure: Any, children: Sequence[Any]) -> Any:
+    """The node of `structure` (from `jax_children`) holding `children`."""
+    import jax
+
+    return jax.tree_util.tree_unflatten(structure, list(children))
+
+
+def _stack_jax_node(elements: Sequence[Any], path: str, strict: bool, structure: Any) -> Any:
+    """Elements of one JAX node `structure`, stacked child by child into one such node."""
+    columns: list[list[Any]] = []
+    for position, element in enumerate(elements):
+        node = jax_children(element)
+        if node is None or node[1] != structure:
+            raise _structure_error(path, elements[0], element, position)
+        columns = columns or [[] for _ in node[0]]
+        for column, child in zip(columns, node[0]):
+            column.append(child)
+    name = type(elements[0]).__name__
+    stacked = [_stack_at(column, f"{path}.{name}[{i}]", strict) for i, column in enumerate(columns)]
+    return jax_rebuild(structure, stacked)
 
 
 def _stack_leaves(leaves: Sequence[Any], path: str) -> np.ndarray:

@@ -391,6 +391,10 @@ def _sorted_keys(batch: Any, like: Any) -> Any:
     if isinstance(batch, (list, tuple)):
         items = [_sorted_keys(b, e) for b, e in zip(batch, like)]
         return type(batch)(*items) if hasattr(type(batch), "_fields") else type(batch)(items)
+    node, like_node = tree.jax_children(batch), tree.jax_children(like)
+    if node is not None and like_node is not None:  # a JAX node: its fields, in its order
+        children = [_sorted_keys(b, e) for b, e in zip(node[0], like_node[0])]
+        return tree.jax_rebuild(node[1], children)
     return batch
 
 
