@@ -15,6 +15,7 @@ import numpy as np
 
 _SCALARS = (int, float, bool, complex, np.generic)
 _NODES = (dict, list, tuple, type(None))
+_PLAIN_LEAVES = (np.ndarray, str, bytes, *_SCALARS)  # leaves JAX never registers as nodes
 
 
 class StructureError(ValueError):
@@ -207,7 +208,7 @@ def jax_children(value: Any) -> tuple[list[Any], Any] | None:
     for this. (dicts, lists and tuples are grainfn's own nodes: not asked here.)
     """
     jax = sys.modules.get("jax")
-    if jax is None or isinstance(value, (np.ndarray, *_SCALARS)):
+    if jax is None or isinstance(value, _PLAIN_LEAVES):
         return None
     children, structure = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is not value)
     if jax.tree_util.treedef_is_leaf(structure):

@@ -131,13 +131,13 @@ class DatasetCursor(BaseCursor):
         out: list[Any] = []
         while len(out) < count:
             need = count - len(out)
-            after = self.state().position
             taken = list(itertools.islice(self.iterator, need))
             kept = taken if self.allow_nones else [e for e in taken if e is not None]
-            if len(kept) < len(taken) and self.strays is not None:
-                for offset, element in enumerate(taken, after):
+            if len(kept) < len(taken) and self.strays is not None:  # only where Nones came
+                first = self.state().position - len(taken)
+                for position, element in enumerate(taken, first):
                     if element is None:
-                        self._stray(offset)
+                        self._stray(position)
             out.extend(kept)
             if len(taken) < need:  # this block is used up
                 try:
