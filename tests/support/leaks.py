@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from grainfn._src.parallel import shipping
+from grainfn._src.parallel.ring import RING_FILE_NAME
 from grainfn._src.parallel.transfer import MEMORY_FILE_NAME
 
 MEMORY_FILE = f"/memfd:{MEMORY_FILE_NAME}"
@@ -55,6 +56,15 @@ def memory_files_anywhere(kind: str = MEMORY_FILE) -> dict[int, int]:
     return found
 
 
+def mapped_rings(pid: int | str = "self") -> int:
+    """How many workers' rings process `pid` maps (see `grainfn._src.parallel.ring`)."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
+            return sum(f"/memfd:{RING_FILE_NAME}" in line for line in f)
+    except OSError:
+        return 0
+
+
 def segments() -> dict[str, int]:
     """grainfn's shared-memory segments in /dev/shm, with the uid that owns each."""
     found = {}
@@ -72,6 +82,7 @@ def leftovers() -> dict[str, Any]:
     left: dict[str, Any] = {
         "workers": workers(),
         "memory files": memory_files_anywhere(),
+        "rings mapped here": mapped_rings(),
         "segments": segments(),
     }
     return {what: found for what, found in left.items() if found}

@@ -14,6 +14,7 @@ import signal
 import time
 from typing import Any
 
+from grainfn._src.parallel.ring import RingReader
 from grainfn._src.parallel.transfer import Channel
 
 _JOIN_SECONDS = 2.0
@@ -28,13 +29,26 @@ _HINTS = {
 
 
 class Worker:
-    """One worker process and the parent's end of its socket."""
+    """One worker process, the parent's end of its socket and of its ring (see `ring`)."""
 
     def __init__(self, process: Any, channel: Channel) -> None:
         self.process, self.channel = process, channel
         self.ready = False  # it loaded the pipeline and ran worker_init_fn
         self.abandoned = False  # killed by the parent, its answers cut short (see _receive)
         self.held: tuple[Any, int | None] | None = None  # a message read early (see _answered)
+        self.ring: RingReader | None = None  # comes with its "ready"
+
+    def became_ready(self, ring: int | None) -> None:
+        """Notes the worker's "ready", which brings its ring's memory file (or None)."""
+        self.ready = True
+        if ring is not None:
+            self.ring = RingReader(ring)
+
+    def close(self) -> None:
+        """Closes the parent's ends: the socket, with the memory files still in it, and the ring."""
+        self.channel.close()
+        if self.ring is not None:
+            self.ring.close()
 
 
 def how_it_died(process: Any) -> str:
@@ -87,7 +101,7 @@ def stop_workers(owner: int, started: dict[int, Worker]) -> None:
         kill(worker.process)
     for worker in workers:
         worker.process.join(timeout=_JOIN_SECONDS)
-        worker.channel.close()  # memory files still in the socket are freed with it
+        worker.close()
 
 
 def _drain(channel: Channel) -> None:

@@ -62,6 +62,7 @@ from grainfn._src.parallel.deaths import (
 )
 from grainfn._src.parallel.fork_server import start_context, warm
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
+from grainfn._src.parallel.ring import RingReader
 from grainfn._src.parallel.shipping import COPY_RATE, Shipped, ship
 from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, worker_main
@@ -201,7 +202,7 @@ class WorkerPool:
         except (EOFError, OSError):
             return True
         if message[0][0] == "ready":
-            worker.ready = True
+            worker.became_ready(message[1])
         else:
             worker.held = message  # for `_receive`
         return True
@@ -252,6 +253,7 @@ class WorkerPool:
         for worker in self.workers.values():
             worker.abandoned = True
             kill(worker.process)
+            worker.close()  # its socket and ring too: a kept error holds no memory of it
 
     def cancel(self, task: int) -> None:
         """Drops the block of `task` when it arrives."""
@@ -298,6 +300,9 @@ class WorkerPool:
     def _receive(self, index: int) -> None:
         """Files the next message of worker `index`, or replaces it if it died or timed out."""
         worker = self.workers[index]
+        if worker.abandoned:  # killed by the parent (see `park`): its blocks are sent again
+            self._replace(index)
+            return
         if worker.held is not None:  # read while checking it was ready (see `_answered`)
             held, worker.held = worker.held, None
             self._take(index, *held)
@@ -331,20 +336,23 @@ class WorkerPool:
     def _take(self, index: int, message: Any, descriptor: int | None) -> None:
         """Files a message of worker `index`."""
         if message[0] == "ready":
-            self.workers[index].ready = True
+            self.workers[index].became_ready(descriptor)
             return
         if message[0] == "init-error":
             raise rebuild_error(message[1], message[2], f"starting grainfn worker {index}")
-        task, last, data, sizes, error, seconds = message
+        task, last, data, sizes, at, error, seconds = message
         expected = self._expected[index][0]
         assert task == expected, f"worker {index} answered task {task}, expected {expected}"
         block: list[Any] = []
         failure: Exception | None = None
+        ring = self.workers[index].ring
         if task in self._cancelled:
             if descriptor is not None:
                 os.close(descriptor)  # nobody will read it: no need to map it
+            if at is not None and ring is not None:
+                ring.free(at + sum(sizes))
         else:
-            block, failure = _decoded(data, descriptor, sizes, index)
+            block, failure = _decoded(data, descriptor, sizes, index, at, ring)
             if error is not None:
                 failure = rebuild_error(error[0], error[1], f"grainfn worker {index}")
         retry = self._retries.get(task)
@@ -377,7 +385,7 @@ class WorkerPool:
         if how is None:
             how = how_it_died(dead.process)
         death = Death(index, dead.process.pid, how, dead.ready, hint)
-        dead.channel.close()
+        dead.close()
         lost = list(self._expected.pop(index, ()))
         self.workers[index] = self._start_worker(index)
         for task in lost:
@@ -470,7 +478,7 @@ class _WarmUp:
                 self.workers[0] = worker
                 return
         kill(worker.process)  # the pool was closed while this worker started
-        worker.channel.close()
+        worker.close()
 
     def stop(self) -> None:
         """Starts no more workers and files none; a start under way ends in the thread."""
@@ -518,11 +526,16 @@ os.register_at_fork(after_in_child=_forget_parents_workers)
 
 
 def _decoded(
-    data: bytes, descriptor: int | None, sizes: list[int], index: int
+    data: bytes,
+    descriptor: int | None,
+    sizes: list[int],
+    index: int,
+    at: int | None,
+    ring: RingReader | None,
 ) -> tuple[list[Any], Exception | None]:
     """A block as sent, or none and the error that unpickling it raised."""
     try:
-        return decode(data, descriptor, sizes), None
+        return decode(data, descriptor, sizes, at, ring), None
     except Exception as error:
         error.add_note(
             f"Raised unpickling a block that grainfn worker {index} sent: its elements must "

@@ -5,7 +5,10 @@ A block is pickled with protocol 5. Its large buffers (numpy arrays of
 into one anonymous memory file (`os.memfd_create`), whose descriptor travels
 beside the pickle over the worker's socket (SCM_RIGHTS). The parent maps the
 file and the arrays it unpickles are views of that mapping: one copy in all,
-made by the worker.
+made by the worker. A block of like elements (the same structure, shapes
+and dtypes) travels as `Columns`: its array leaves stacked straight into the
+memory file, so that a block of a thousand small images costs two copies, not
+a thousand pickles.
 
 An anonymous file has no name, which settles three faults at their root:
 - nothing can leak: the kernel frees the memory as soon as no process holds
@@ -38,6 +41,11 @@ from multiprocessing import reduction
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
+
+from grainfn._src.parallel.columns import Columns, Spec
+from grainfn._src.parallel.ring import Ring, RingReader
+
 INLINE_BYTES = 64 * 1024
 """Buffers smaller than this travel inside the pickle, not through a memory file."""
 
@@ -56,13 +64,17 @@ _UNTRACKED: dict[str, bool] = {"trackfd": False} if sys.version_info >= (3, 13) 
 class Encoded:
     """A block ready to send: its pickle, the memory file of its buffers (or None), their sizes.
 
-    The sender owns `descriptor` until it is sent; `close()` releases it.
+    `at` is where in the worker's ring the buffers are instead (see `ring`),
+    or None. The sender owns `descriptor` until it is sent; `close()`
+    releases it.
     """
 
-    __slots__ = ("data", "descriptor", "sizes")
+    __slots__ = ("at", "data", "descriptor", "sizes")
 
-    def __init__(self, data: bytes, descriptor: int | None, sizes: list[int]) -> None:
-        self.data, self.descriptor, self.sizes = data, descriptor, sizes
+    def __init__(
+        self, data: bytes, descriptor: int | None, sizes: list[int], at: int | None = None
+    ) -> None:
+        self.data, self.descriptor, self.sizes, self.at = data, descriptor, sizes, at
 
     def close(self) -> None:
         if self.descriptor is not None:
@@ -70,14 +82,22 @@ class Encoded:
             self.descriptor = None
 
 
-def encode(block: list[Any], memory_files: bool = HAS_MEMORY_FILES) -> Encoded:
+def encode(
+    block: list[Any], memory_files: bool = HAS_MEMORY_FILES, ring: Ring | None = None
+) -> Encoded:
     """Pickles `block`, moving buffers of `INLINE_BYTES` or more into one memory file.
 
-    Buffers under `INLINE_BYTES` stay in the pickle: for them a memory file
-    costs more (making, mapping and freeing it) than the copy it saves. With
+    A block of like elements travels as `Columns`: each array leaf of all
+    elements stacked straight into the memory file, or, where its rows are
+    small and it fits, into the worker's `ring`. Otherwise buffers under
+    `INLINE_BYTES` stay in the pickle: for them a memory file costs more
+    (making, mapping and freeing it) than the copy it saves. With
     `memory_files` false, or when the memory file cannot be made or written,
     every buffer stays in the pickle.
     """
+    plan = Columns.plan(block)
+    if plan is not None:
+        return _encode_columns(*plan, memory_files, ring)
     if not memory_files:
         return Encoded(pickle.dumps(block, protocol=5), None, [])
     buffers: list[pickle.PickleBuffer] = []
@@ -99,14 +119,82 @@ def encode(block: list[Any], memory_files: bool = HAS_MEMORY_FILES) -> Encoded:
     return Encoded(data, descriptor, [view.nbytes for view in views])
 
 
-def decode(data: bytes, descriptor: int | None, sizes: Sequence[int]) -> list[Any]:
+def _encode_columns(
+    spec: Spec, rows: list[list[Any]], memory_files: bool, ring: Ring | None
+) -> Encoded:
+    """A block as `Columns`, its arrays stacked into the ring or a memory file if large."""
+    layout = Columns.layout(spec, len(rows))
+    sizes = [int(np.prod(shape, dtype=np.int64)) * dtype.itemsize for _, shape, dtype in layout]
+    small_rows = all(size < INLINE_BYTES * len(rows) for size in sizes)
+    if ring is not None and small_rows and sum(sizes) <= ring.capacity // 4:
+        at = ring.reserve(sum(sizes))
+        if at is not None:  # the parent copies every row out, then frees the bytes
+            data = _pickled_in_place(spec, rows, ring.region(at, sum(sizes)), sys.maxsize)
+            return Encoded(data, None, sizes, at)
+    if memory_files and sum(sizes) >= INLINE_BYTES:
+        with contextlib.suppress(OSError):  # out of memory for the file: in-band instead
+            return _columns_in_memory_file(spec, rows, sizes)
+    return Encoded(pickle.dumps(Columns.stack(spec, rows, INLINE_BYTES), protocol=5), None, [])
+
+
+def _columns_in_memory_file(spec: Spec, rows: list[list[Any]], sizes: list[int]) -> Encoded:
+    """`Columns` of `rows` whose arrays are stacked in place, end to end, in a new memory file."""
+    descriptor = os.memfd_create(MEMORY_FILE_NAME, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(descriptor, sum(sizes))
+        mapping = mmap.mmap(descriptor, sum(sizes), **_UNTRACKED)
+        data = _pickled_in_place(spec, rows, mapping, INLINE_BYTES)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with contextlib.suppress(BufferError):  # an array still alive: the collector frees it
+        mapping.close()
+    return Encoded(data, descriptor, sizes)
+
+
+def _pickled_in_place(spec: Spec, rows: list[list[Any]], memory: Any, inline_bytes: int) -> bytes:
+    """The pickle of `Columns` stacked into `memory`; its arrays leave it, as laid out there."""
+    offset = 0
+
+    def into(leaf: int, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        nonlocal offset
+        array = np.ndarray(shape, dtype, buffer=memory, offset=offset)
+        offset += array.nbytes
+        return array
+
+    columns = Columns.stack(spec, rows, inline_bytes, into)
+    arrays = len(columns.arrays)
+
+    def out_of_band(buffer: pickle.PickleBuffer) -> bool:
+        nonlocal arrays  # the columns come first, in file order; anything after stays in-band
+        arrays -= 1
+        return arrays < 0
+
+    return pickle.dumps(columns, protocol=5, buffer_callback=out_of_band)
+
+
+def decode(
+    data: bytes,
+    descriptor: int | None,
+    sizes: Sequence[int],
+    at: int | None = None,
+    ring: RingReader | None = None,
+) -> list[Any]:
     """Unpickles a block from `encode`; its arrays are writable views of the memory file.
 
     Takes ownership of `descriptor` (closed here). The mapping stays for as
-    long as an array uses it; the memory is freed when the last one goes.
+    long as an array uses it; the memory is freed when the last one goes. A
+    block in the worker's `ring` (at `at`) is copied out, and its bytes freed
+    for the worker, even if unpickling fails.
     """
+    if at is not None:
+        assert ring is not None, "a block in a ring the worker never sent"
+        try:
+            return _elements(pickle.loads(data, buffers=ring.buffers(at, list(sizes))))
+        finally:
+            ring.free(at + sum(sizes))
     if descriptor is None:
-        return pickle.loads(data)
+        return _elements(pickle.loads(data))
     try:
         mapping = mmap.mmap(descriptor, max(1, sum(sizes)), **_UNTRACKED)
     finally:
@@ -116,7 +204,11 @@ def decode(data: bytes, descriptor: int | None, sizes: Sequence[int]) -> list[An
     for size in sizes:
         buffers.append(whole[offset : offset + size])
         offset += size
-    return pickle.loads(data, buffers=buffers)
+    return _elements(pickle.loads(data, buffers=buffers))
+
+
+def _elements(block: list[Any] | Columns) -> list[Any]:
+    return block.unpack() if isinstance(block, Columns) else block
 
 
 class Channel:

@@ -37,8 +37,9 @@ from grainfn._src.core.blocks import read_block
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.validate import UserStopIterationError
 from grainfn._src.parallel.deaths import WorkerError, interrupted, of_leaf, worker_name
+from grainfn._src.parallel.ring import Ring
 from grainfn._src.parallel.shipping import load_message
-from grainfn._src.parallel.transfer import Channel, encode
+from grainfn._src.parallel.transfer import HAS_MEMORY_FILES, Channel, encode
 
 
 def worker_main(connection: multiprocessing.connection.Connection, index: int, count: int) -> None:
@@ -63,7 +64,10 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
         _note_main_module(error)
         channel.send(("init-error", error_payload(error), traceback.format_exc()))
         return
-    channel.send(("ready",))
+    ring = _make_ring()
+    channel.send(("ready",), None if ring is None else ring.descriptor)
+    if ring is not None:
+        ring.handed_over()
     who = worker_name(index, os.getpid())
     while True:
         try:
@@ -76,11 +80,23 @@ def worker_main(connection: multiprocessing.connection.Connection, index: int, c
         step = 1 if one_by_one else stop - first
         where = (who, of_leaf(leaf, len(leaves)))
         for start in range(first, stop, step):
-            sent, last = _answer(channel, task, leaves[leaf], start, start + step, stop, where)
+            sent, last = _answer(
+                channel, task, leaves[leaf], start, start + step, stop, where, ring
+            )
             if not sent:
                 return  # the parent is gone
             if last:
                 break
+
+
+def _make_ring() -> Ring | None:
+    """This worker's ring (see `ring`), or None where memory files cannot be made."""
+    if not HAS_MEMORY_FILES:
+        return None
+    try:
+        return Ring()
+    except OSError:  # out of memory for it: blocks travel in memory files of their own
+        return None
 
 
 def _run_init(init: Any, index: int, count: int) -> None:
@@ -116,6 +132,7 @@ def _answer(
     stop: int,
     task_stop: int,
     where: tuple[str, str],
+    ring: Ring | None,
 ) -> tuple[bool, bool]:
     """Reads positions `[first, stop)` of a task ending at `task_stop` and sends them.
 
@@ -127,7 +144,7 @@ def _answer(
     block, read_error = _read(dataset, first, stop, where)
     failure = None if read_error is None else (error_payload(read_error), _format(read_error))
     try:
-        encoded = encode(block)
+        encoded = encode(block, ring=ring)
     except Exception as encode_error:  # an element that does not pickle
         _note_main_module(encode_error)
         encoded = encode([])
@@ -136,7 +153,8 @@ def _answer(
     last = failure is not None or stop >= task_stop
     try:
         channel.send(
-            (task, last, encoded.data, encoded.sizes, failure, seconds), encoded.descriptor
+            (task, last, encoded.data, encoded.sizes, encoded.at, failure, seconds),
+            encoded.descriptor,
         )
     except OSError:
         return False, last
