@@ -10,16 +10,22 @@ An executor must earn its place: it never makes a pipeline slower than
 reading in the consumer's own thread. While it starts (worker processes load
 the pipeline, actors get it from the object store: an executor with a
 `ready` method says when it is done), the reader reads in its own thread, so
-the first elements come as soon as without it; and it is only started once
-reading here has taken `START_AFTER` seconds, unless an element costs
-`START_AT_ONCE` seconds or more here (work that processes pay for from the
-first seconds) or `start_prefetch` asks. Starting processes and a trial
-that loses cost a few tens of milliseconds: a run too short to pay for them
-starts none, and a longer one loses a few percent at most. An executor that
-says what readying it costs (`start_seconds`: copying a big in-memory
-source for its workers, say) waits `START_COSTS` times that, so that a start
-that loses costs at most a tenth of the reading before it. Then it
-measures both sides and keeps the work where it is faster:
+the first elements come as soon as without it. It starts at once where
+reading the rest of a finite dataset here would take `START_WORTH` seconds
+or more (its remaining positions times what an element cost so far), where
+an element costs `START_AT_ONCE` seconds or more here (work that processes
+pay for from the first seconds), or where `start_prefetch` asks; over an
+endless dataset, whose rest is unknown, once reading here has taken
+`START_AFTER` seconds. Starting processes and a trial that loses cost a few
+tens of milliseconds: a run too short to pay for them starts none, and a
+longer one loses a few percent at most. An executor that says what readying
+it costs (`start_seconds`: copying a big in-memory source for its workers,
+say) waits until the rest is worth `START_COSTS` times that (endless data:
+until reading here has taken that long), so that a start that loses costs at
+most a tenth of the reading. Then it measures both sides and keeps the work
+where it is faster. Given a `Meter` (the time the consumer spent inside the
+pipeline's `next`), each side's cost per element below also counts what the
+stream stages above the read cost with it:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
   not counting those that waited for it to start (the whole first round of
@@ -66,7 +72,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset
 
 _WAITING_SHARE = 0.25  # CPU time below this share of wall time means reading waits
 WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
@@ -80,6 +86,9 @@ _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 MAX_TASK = 1024
 START_AFTER = 1.0
 """Seconds of reading in the consumer's thread before an executor with `ready` is started."""
+START_WORTH = 0.25
+"""Seconds that reading the rest of a finite dataset here must cost for such an executor to start
+at once."""
 START_AT_ONCE = 1e-4
 """Seconds per element read here from which such an executor is started at once."""
 START_COSTS = 10.0
@@ -147,6 +156,22 @@ class Fallback(NamedTuple):
     executor: float  # reading on the executor, as its tasks reported it (transfer excluded)
     retry_after: float  # seconds before the executor is tried again
     fallbacks: int  # how many times this reader took the work back, this time included
+
+
+class Meter:
+    """Seconds the consumer has spent inside a pipeline's `next`, all told: its cost of the data.
+
+    Given to a `BlockReader` (by `mp_prefetch` and `ray_prefetch`, which time
+    their cursor's `next`), it judges each side by what an element costs the
+    consumer in the end: the read or the wait, and the stream stages above it
+    (a batch stacks the contiguous rows workers send faster than the views
+    that reading here gives), never the consumer's own code.
+    """
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
 
 
 def reading_waits(cpu: float, wall: float) -> bool:
@@ -269,6 +294,8 @@ class BlockReader:
         read_while_starting: Whether the reader reads in its own thread
             while the executor starts (see the module); None: as `adaptive`.
         clock: Seconds on a monotonic clock; a test may pass its own.
+        meter: The consumer's time inside the pipeline (see `Meter`): with
+            it, what the stages above the read cost per element counts too.
     """
 
     def __init__(
@@ -281,6 +308,7 @@ class BlockReader:
         adaptive: bool = True,
         read_while_starting: bool | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        meter: Meter | None = None,
     ) -> None:
         self.dataset = dataset
         self.length = dataset.length
@@ -326,6 +354,13 @@ class BlockReader:
         self.backoff = _FIRST_BACKOFF
         self.ahead_won: bool | None = None  # the last decision: executor (True) or here
         self.fallbacks = 0  # how many times the work came back to the consumer
+        # What the stages above cost per element, by side (executor: True), with a meter.
+        self.meter = meter
+        self.above: dict[bool, collections.deque[float]] = {
+            side: collections.deque(maxlen=8) for side in (True, False)
+        }
+        self.handed: tuple[bool, float, int, float] | None = None  # the last block (`_note`)
+        self.block_seconds = (False, 0.0)  # how the block now read came, and its seconds
 
     @property
     def ahead(self) -> int:
@@ -348,6 +383,41 @@ class BlockReader:
             at_least: Positions the caller needs now; read in the calling
                 thread, the block is at least that long (up to the block limit).
         """
+        meter = self.meter
+        if meter is None:
+            return self._read(at_least)
+        self._note_above(meter.seconds)
+        self.block_seconds = (False, 0.0)
+        first, block = self._read(at_least)
+        if block:
+            self.handed = (*self.block_seconds, len(block), meter.seconds)
+        return first, block
+
+    def _note_above(self, now: float) -> None:
+        """Notes what the stages above cost per element of the last block, by the meter.
+
+        The meter moves when a `next` of the pipeline returns: between two
+        reads it moved by all that the last block cost the consumer, the read
+        included. A block used up within the `next` that read it shows no move,
+        and says nothing.
+        """
+        if self.handed is None:
+            return
+        ahead, seconds, elements, then = self.handed
+        self.handed = None
+        above = (now - then - seconds) / elements
+        if above >= 0:
+            self.above[ahead].append(above)
+
+    def _above(self, ahead: bool) -> float:
+        """Seconds per element the stages above cost with the executor (or here).
+
+        The least of the last blocks; the other side's where this one is not
+        measured yet (0 without a meter).
+        """
+        return min(self.above[ahead] or self.above[not ahead], default=0.0)
+
+    def _read(self, at_least: int) -> tuple[int, list[Any]]:
         if self.ready is not None:
             taken, self.ready = self.ready, None
             return taken
@@ -372,6 +442,7 @@ class BlockReader:
         if self.error is not None:
             return self._fail(first, block)
         self.own_costs.append(wall / (stop - first))
+        self.block_seconds = (False, wall)
         self._after_own_block(reading_waits(cpu, wall))
         return first, block
 
@@ -456,6 +527,7 @@ class BlockReader:
     ) -> tuple[int, list[Any]]:
         """Hands out a block the executor read, judging it, and keeps the executor busy."""
         self.read_ahead += len(block)
+        self.block_seconds = (True, waited)
         if failed:
             self._after_failure(first + len(block), True)
             return self._fail(first, block)
@@ -479,7 +551,8 @@ class BlockReader:
     def _task_size(self, seconds_per_element: float) -> int:
         """Positions per task: the executor's `task_seconds` of work, a quarter on trial."""
         assert self.executor is not None
-        seconds = self.executor.task_seconds / (1 if self.judged else _TRIAL_SHRINK)
+        on_trial = self.adaptive and not self.judged
+        seconds = self.executor.task_seconds / (_TRIAL_SHRINK if on_trial else 1)
         if seconds_per_element <= 0:
             return MAX_TASK
         return int(min(MAX_TASK, max(1, seconds // seconds_per_element)))
@@ -536,7 +609,8 @@ class BlockReader:
         """
         assert self.last_wait is not None
         margin = {True: _MARGIN, False: 1 / _MARGIN, None: 1.0}[self.ahead_won]
-        return keeps_up(self.last_wait, self.own_cost, self.gain / margin)
+        here = self.own_cost + self._above(False) if self.own_cost > 0 else 0.0
+        return keeps_up(self.last_wait + self._above(True), here, self.gain / margin)
 
     def _read_here(self) -> None:
         """Takes the work back into this thread, from `self.position` on, and measures it."""
@@ -567,18 +641,32 @@ class BlockReader:
         ready = getattr(self.executor, "ready", None)
         if ready is None or not self.read_while_starting:
             return True
-        if self.adaptive and not self.start_asked and self.here_seconds < self._start_after():
-            costly = len(self.own_costs) >= 2 and self.own_cost >= START_AT_ONCE
-            if not costly:
-                return False
+        if self.adaptive and not self.start_asked and not self._worth_starting():
+            return False
         return bool(ready())
+
+    def _worth_starting(self) -> bool:
+        """Whether an executor on trial starts now (see the module)."""
+        if self.here_seconds >= self._start_after():
+            return True
+        if len(self.own_costs) < 2:  # the first block may pay for warming up
+            return False
+        if self.own_cost >= START_AT_ONCE:
+            return True
+        if self.length >= INFINITE:
+            return False
+        rest = (self.length - self.position) * (self.own_cost + self._above(False))
+        return rest >= max(START_WORTH, START_COSTS * self._start_cost())
+
+    def _start_cost(self) -> float:
+        cost = getattr(self.executor, "start_seconds", None)
+        return 0.0 if cost is None else float(cost())
 
     def _start_after(self) -> float:
         """Seconds to read here before an executor on trial starts (see the module)."""
         if self.here_seconds < START_AFTER:
             return START_AFTER
-        cost = getattr(self.executor, "start_seconds", None)
-        return START_AFTER if cost is None else max(START_AFTER, START_COSTS * cost())
+        return max(START_AFTER, START_COSTS * self._start_cost())
 
     def _after_own_block(self, waited: bool) -> None:
         """Hands the work back to the executor where it is due (see the module)."""

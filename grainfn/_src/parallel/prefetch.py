@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -23,7 +24,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
-from grainfn._src.core.blocks import BlockReader, Executor
+from grainfn._src.core.blocks import BlockReader, Executor, Meter
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -67,12 +68,14 @@ class PrefetchedStream(PassThroughStream):
         # worker_timeout watches workers only: with either, the work stays in the workers.
         adaptive = self.adaptive and self.worker_init_fn is None and self.worker_timeout is None
 
+        meter = Meter()
+
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             executor = functools.partial(LeafExecutor, pool, leaves.index(leaf))
-            return PooledLeaf(leaf, executor, adaptive)
+            return PooledLeaf(leaf, executor, adaptive, meter=meter)
 
         pooled = with_leaves(self.parent, pooled_leaf)
-        return PoolCursor(pooled.open(state), pool)
+        return PoolCursor(pooled.open(state), pool, meter)
 
     def step(self, state: Any) -> tuple[Any, Any]:
         # One element is not worth starting processes for; the result is the same.
@@ -90,6 +93,7 @@ class PooledLeaf(Stream[Any]):
     executor: Callable[[], Executor]
     adaptive: bool = True  # False: every block goes to the executor (see `BlockReader`)
     read_while_starting: bool | None = None  # None: as `adaptive` (see `BlockReader`)
+    meter: Meter | None = dataclasses.field(default=None, compare=False)  # see `PoolCursor`
 
     def init(self) -> records.DatasetPosition:
         return self.leaf.init()
@@ -104,6 +108,7 @@ class PooledLeaf(Stream[Any]):
             executor=self.executor(),
             adaptive=self.adaptive,
             read_while_starting=self.read_while_starting,
+            meter=self.meter,
         )
         return DatasetCursor(reader, self.leaf.allow_nones)
 
@@ -117,15 +122,34 @@ class Reading(Protocol):
 
 
 class PoolCursor(BaseCursor):
-    """The cursor of a pipeline whose leaves are read by `pool` (processes, or Ray actors)."""
+    """The cursor of a pipeline whose leaves are read by `pool` (processes, or Ray actors).
+
+    Its `next` adds the time it takes to `meter`, where given: what the
+    pipeline costs the consumer, by which its readers judge the executor.
+    """
 
     reads_in_processes = True
 
-    def __init__(self, cursor: Cursor, pool: Reading) -> None:
-        self.cursor, self.pool = cursor, pool
+    def __init__(self, cursor: Cursor, pool: Reading, meter: Meter | None = None) -> None:
+        self.cursor, self.pool, self.meter = cursor, pool, meter
         self.atomic = cursor.atomic  # a dead worker is replaced within the pool
-        self.next = cursor.next  # type: ignore[method-assign]
-        self.next_many = cursor.next_many  # type: ignore[method-assign]
+        if meter is None:
+            self.next = cursor.next  # type: ignore[method-assign]
+            self.next_many = cursor.next_many  # type: ignore[method-assign]
+
+    def next(self) -> Any:
+        started = time.perf_counter()
+        try:
+            return self.cursor.next()
+        finally:
+            self.meter.seconds += time.perf_counter() - started  # type: ignore[union-attr]
+
+    def next_many(self, count: int) -> list[Any]:
+        started = time.perf_counter()
+        try:
+            return self.cursor.next_many(count)
+        finally:
+            self.meter.seconds += time.perf_counter() - started  # type: ignore[union-attr]
 
     def state(self) -> Any:
         return self.cursor.state()

@@ -18,6 +18,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.blocks import Meter
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
@@ -51,14 +52,16 @@ class RayPrefetchedStream(PassThroughStream):
         datasets = [leaf.dataset for leaf in leaves]
         session = self.pool.session(datasets, not adaptive, self.worker_timeout)
 
+        meter = Meter()
+
         def pooled_leaf(leaf: FromDatasetStream[Any]) -> PooledLeaf:
             index = leaves.index(leaf)
             executor = functools.partial(session.executor, index)
             # While the pipeline goes to the actors, the reader reads here, pinned or not
             # (unless a worker_timeout watches the actors).
-            return PooledLeaf(leaf, executor, adaptive, read_while_starting=not watched)
+            return PooledLeaf(leaf, executor, adaptive, not watched, meter)
 
-        return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session)
+        return PoolCursor(with_leaves(self.parent, pooled_leaf).open(state), session, meter)
 
     def step(self, state: Any) -> tuple[Any, Any]:
         return self.parent.step(state)  # one element is not worth a round trip
