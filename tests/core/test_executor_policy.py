@@ -31,6 +31,7 @@ from grainfn._src.core.blocks import (
     START_WORTH,
     BlockReader,
     Fallback,
+    Meter,
     Result,
 )
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
@@ -204,6 +205,44 @@ def test_the_work_moves_both_ways_when_costs_change_mid_run_losing_nothing() -> 
     assert back < 6_000
     assert sum(x in ahead_set for x in range(back, 12_000)) > 0.95 * (12_000 - back)
     assert reader.fallbacks == 1 and executor.fallbacks[0].position == went_here
+
+
+def read_metered(metered: bool) -> tuple[list[int], ScriptedExecutor]:
+    """A run where the executor's wait (6 µs an element) is dearer than reading here (3 µs),
+    but the stage above costs 19 µs an element read here and 3 µs one from the executor (a
+    batch stacking the flipped views read here, or the contiguous rows workers send)."""
+    clock, meter = Clock(), Meter()
+    read_here: list[int] = []
+
+    def element(x: int) -> int:
+        clock.now += 3e-6
+        read_here.append(x)
+        return x
+
+    executor = ScriptedExecutor(clock, lambda x: 6e-6)
+    dataset = fn.map(element, fn.range(200_000))
+    reader = BlockReader(
+        dataset, 0, executor=executor, clock=clock, meter=meter if metered else None
+    )
+    got: list[int] = []
+    while True:
+        started = clock.now  # one `next` of the pipeline reads a block and the stage uses it
+        try:
+            block = reader.read()[1]
+        except StopIteration:
+            break
+        clock.now += len(block) * (3e-6 if block[0] in executor.stops else 19e-6)
+        meter.seconds += clock.now - started
+        got += block
+    assert got == list(range(200_000))
+    return read_here, executor
+
+
+def test_with_a_meter_the_stages_above_the_read_count_in_the_judgement() -> None:
+    read_here, _ = read_metered(metered=True)
+    assert len(read_here) < 0.1 * 200_000, f"{len(read_here)} elements read here"
+    read_here, _ = read_metered(metered=False)  # the read alone: here is cheaper
+    assert len(read_here) > 0.9 * 200_000, f"{len(read_here)} elements read here"
 
 
 class StartingExecutor(ScriptedExecutor):
