@@ -28,6 +28,7 @@ from grainfn._src.core.reading import from_dataset as from_dataset
 from grainfn._src.core.reading import iterate as iterate
 from grainfn._src.core.state import DatasetPosition as DatasetPosition
 from grainfn._src.core.state import EpochPosition as EpochPosition
+from grainfn._src.core.state import SavedEpochPosition as SavedEpochPosition
 from grainfn._src.core.state_codec import state_from_dict as state_from_dict
 from grainfn._src.core.state_codec import state_to_dict as state_to_dict
 from grainfn._src.core.stream import END as END

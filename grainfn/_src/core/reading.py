@@ -62,7 +62,7 @@ class FromDatasetStream(Stream[T]):
         return DatasetCursor(reader, self.allow_nones)
 
     def check_state(self, state: Any, path: str = "") -> None:
-        if isinstance(state, records.EpochPosition):
+        if isinstance(state, (records.EpochPosition, records.SavedEpochPosition)):
             raise TypeError(
                 f"{state!r} is the state of a to_jax step, which goes on past the end of "
                 "the dataset (its host stream is fn.from_dataset(fn.repeat(None, ds))). Pass "

@@ -42,6 +42,23 @@ class EpochPosition(NamedTuple):
     offset: int
 
 
+class SavedEpochPosition(NamedTuple):
+    """An `EpochPosition` as it is saved: with the fingerprint of the pipeline it belongs to.
+
+    `jds.saved_state(state)` makes one to save (in an Orbax checkpoint with
+    the model), and `jds.device_state(saved)` restores it, refusing it unless
+    `pipeline` is that `to_jax` value's fingerprint: 16 int32s, a 31-bit
+    digest of each line of the pipeline's description (the lines
+    `fn.state_to_dict` saves). `step` takes only the `EpochPosition` restored
+    from it, so the fingerprint is checked outside jit and never carried
+    through a step.
+    """
+
+    epoch: int
+    offset: int
+    pipeline: Any
+
+
 RECORDS: dict[str, type[Any]] = {record.__name__: record for record in (DatasetPosition,)}
 """The state records `from_dict` can rebuild, by name. Stages defined elsewhere add theirs
 with `register`."""

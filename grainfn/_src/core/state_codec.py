@@ -2,12 +2,20 @@
 
 `StateCodec` turns a state record nest (`grainfn._src.core.state`) into the
 JSON-able dict that `get_state()` returns, and back, refusing a dict of
-another pipeline, version, or of files that have changed since.
+another pipeline, version, or of files that have changed since. A state saved
+as a few integers (a `to_jax` step's, in an Orbax checkpoint with a model)
+holds its `pipeline_fingerprint` instead of the description: a digest of each
+of the same lines, which `StateCodec.check_fingerprint` compares, so the two
+forms refuse the same states.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from grainfn._src.core import fingerprints as fingerprints_lib
 from grainfn._src.core.dataset import Dataset, pipeline_lines
@@ -20,6 +28,44 @@ if TYPE_CHECKING:
 
 STATE_VERSION = 1
 """The version of the dict form `StateCodec` writes; it reads only this one."""
+
+FINGERPRINT_WORDS = 16
+"""The integers of a pipeline fingerprint: one per stage line, the last for any lines past 15."""
+
+
+def pipeline_fingerprint(lines: Sequence[str]) -> tuple[int, ...]:
+    """A digest of each line of a pipeline's description (`pipeline_lines`), in 16 integers.
+
+    The dict form saves the description whole and compares it line by line.
+    A state saved as a few integers (a `to_jax` step's, in an Orbax
+    checkpoint) keeps this instead: integer `i` is a 31-bit digest of stage
+    line `i` for the first 15 lines, the last one a digest of all lines after
+    those (few pipelines have any), and -1 stands for no line. So both forms
+    refuse the same pipelines (a line and another share a digest with odds of
+    1 in 2**31), and both name the lines that differ.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> from grainfn._src.core.dataset import pipeline_lines
+        >>> def fingerprint(ds):
+        ...     return pipeline_fingerprint(pipeline_lines(ds))
+        >>> four = fingerprint(fn.batch(4, fn.range(40)))   # 2 lines: batch, range
+        >>> four == fingerprint(fn.batch(4, fn.range(40)))
+        True
+        >>> eight = fingerprint(fn.batch(8, fn.range(40)))
+        >>> [four[i] == eight[i] for i in range(3)], len(four), set(four[2:])
+        ([False, True, True], 16, {-1})
+    """
+    head = [_digest(line) for line in lines[: FINGERPRINT_WORDS - 1]]
+    rest = lines[FINGERPRINT_WORDS - 1 :]
+    padding = [-1] * (FINGERPRINT_WORDS - 1 - len(head))
+    return (*head, *padding, _digest("\n".join(rest)) if rest else -1)
+
+
+def _digest(text: str) -> int:
+    """A 31-bit digest of `text`: an int32 >= 0 in both of jax's integer modes."""
+    digest = hashlib.blake2b(text.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "little") >> 1
 
 
 def state_to_dict(stream: Stream[Any] | Dataset[Any] | HostTwin[Any], state: Any) -> dict[str, Any]:
@@ -84,6 +130,7 @@ class StateCodec:
     def __init__(self, stream: Stream[Any]) -> None:
         self.stream = stream
         self.pipeline = pipeline_lines(stream)
+        self.fingerprint = pipeline_fingerprint(self.pipeline)
         self.files = fingerprints_lib.files_read(stream)
         self._fingerprints: dict[str, str] | None = None
 
@@ -143,6 +190,72 @@ class StateCodec:
             ) from None
         self.stream.check_state(state)
         return state
+
+    def check_fingerprint(self, saved: Any, what: str) -> None:
+        """Refuses a saved state's pipeline fingerprint unless it is this pipeline's.
+
+        Args:
+            saved: The fingerprint the state holds: the 16 integers of
+                `pipeline_fingerprint`, as a sequence or an array.
+            what: The state, as the message names it.
+
+        Raises:
+            ValueError: naming the stage lines that differ, as this pipeline
+                has them, and what to do; or saying what a fingerprint is.
+
+        Examples:
+            >>> from grainfn import fn
+            >>> codec = StateCodec(fn.from_dataset(fn.batch(4, fn.range(40))))
+            >>> codec.check_fingerprint(codec.fingerprint, "The state")
+            >>> other = StateCodec(fn.from_dataset(fn.batch(8, fn.range(40)))).fingerprint
+            >>> codec.check_fingerprint(other, "The state")
+            Traceback (most recent call last):
+            ...
+            ValueError: The state belongs to another pipeline: its fingerprint differs in stage \
+line 1, 'batch(4)  [length 10]' here. ...
+        """
+        words = _fingerprint_words(saved)
+        if words is None:
+            raise ValueError(
+                f"{what} holds pipeline fingerprint {short_repr(saved)}; it must be "
+                f"{FINGERPRINT_WORDS} integers in [-1, 2**31 - 1], the ones saved_state gave."
+            )
+        differing = [i for i, (a, b) in enumerate(zip(self.fingerprint, words)) if a != b]
+        if not differing:
+            return
+        where = "; ".join(self._line_here(i) for i in differing[:3])
+        more = f"; and {len(differing) - 3} more" if len(differing) > 3 else ""
+        raise ValueError(
+            f"{what} belongs to another pipeline: its fingerprint differs in stage {where}{more}. "
+            "A fingerprint holds a digest of each line of the pipeline's description (the "
+            "lines fn.state_to_dict saves), so a stage or a parameter of one (a batch size, "
+            "a seed, a source's length) differs from the pipeline the state was saved with, "
+            "and its position would point into other data here. Restore it into the "
+            "pipeline it was saved with, or start this one afresh."
+        )
+
+    def _line_here(self, word: int) -> str:
+        """The stage lines that word `word` of a fingerprint digests, as this pipeline has them."""
+        last, count = FINGERPRINT_WORDS - 1, len(self.pipeline)
+        if word == last:
+            if count <= last:
+                return f"lines from {last} on, which this pipeline lacks"
+            return f"lines {last} to {count - 1} (one or more of them)"
+        if word >= count:
+            return f"line {word}, which this pipeline lacks"
+        return f"line {word}, {self.pipeline[word].strip()!r} here"
+
+
+def _fingerprint_words(saved: Any) -> list[int] | None:
+    """`saved` as the integers of a fingerprint, or None if it is not one."""
+    try:
+        array = np.asarray(saved)
+    except (TypeError, ValueError):
+        return None
+    if array.shape != (FINGERPRINT_WORDS,) or array.dtype.kind not in "iu":
+        return None
+    words = [int(word) for word in array.tolist()]
+    return words if all(-1 <= word < 2**31 for word in words) else None
 
 
 def _pipeline_difference(ours: list[str], theirs: Any) -> str:

@@ -31,9 +31,9 @@ import numpy as np
 
 from grainfn._src.core.arguments import core_of
 from grainfn._src.core.compiler import Compiler, NotOnDeviceError, Program
-from grainfn._src.core.dataset import INFINITE, Dataset
-from grainfn._src.core.reading import from_dataset
-from grainfn._src.core.state import DatasetPosition, EpochPosition, as_host
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.state import DatasetPosition, EpochPosition, SavedEpochPosition, as_host
+from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
 from grainfn._src.device import step_states
 from grainfn._src.index.device_ints import (
@@ -45,7 +45,6 @@ from grainfn._src.index.device_ints import (
     split,
 )
 from grainfn._src.stages.batch import BatchProgram
-from grainfn._src.stages.repeat import repeat
 
 BLOCK_BYTES = 8 * 2**20
 """About how many bytes of addresses `JaxDataset.scan` resolves at once by default."""
@@ -76,6 +75,7 @@ class _Static:
         self.at_step = at_step  # compiled for every epoch a state holds, or why it cannot be
         self.step_bound = step_states.step_bound(dataset.length, mode)
         self.period = step_states.state_period(dataset.length)
+        self.codec = StateCodec(step_states.twin(dataset))  # its fingerprint marks saved states
         self.warned_fold = False
         self.key = (pipeline_key(dataset), mode, self.step_bound)
 
@@ -207,8 +207,12 @@ class JaxDataset:
 
         An endless dataset is its own repeat: its twin is `fn.from_dataset(dataset)`.
         """
-        data = self.dataset
-        return from_dataset(data if data.length >= INFINITE else repeat(None, data))
+        return step_states.twin(self.dataset)
+
+    @property
+    def fingerprint(self) -> tuple[int, ...]:
+        """The pipeline's fingerprint, which its saved states hold (see `saved_state`)."""
+        return self._static.codec.fingerprint
 
     def get_many(self, positions: Any) -> Any:
         """The elements at `positions`, stacked: each leaf gains the leading axes of `positions`.
@@ -473,8 +477,9 @@ class JaxDataset:
         self._check_steps()
         if not isinstance(state, EpochPosition):
             raise TypeError(
-                f"{name} takes the EpochPosition that init() or step() returned (or that "
-                f"jds.device_state / fn.state_from_dict(jds, saved) gave), got {state!r}."
+                f"{name} takes the EpochPosition that init() or step() returned, or that "
+                f"jds.device_state or fn.state_from_dict(jds, saved) gave (which restore a "
+                f"saved state, checking that it belongs here), got {state!r}."
             )
         self._check_folding(state)
         mode = self._static.mode
@@ -561,22 +566,48 @@ class JaxDataset:
                 `DatasetPosition` of the twin (returned as is).
 
         Raises:
-            ValueError: naming a field that is not an integer in its range.
+            ValueError: naming a field that is not an integer in its range, or
+                the stage lines where a saved state's fingerprint differs.
         """
-        return step_states.to_host(state, self.period, self.dataset.describe_stage())
+        stage, codec = self.dataset.describe_stage(), self._static.codec
+        return step_states.to_host(state, self.period, stage, codec)
 
     def device_state(self, state: Any) -> EpochPosition:
-        """The `EpochPosition` (jax integers) at the same place as a host twin's state.
+        """The `EpochPosition` (jax integers, buffers of their own) at `state`: restores one.
 
         Args:
-            state: A `DatasetPosition` of the host twin `stream`, or an
-                `EpochPosition` (returned as jax integers).
+            state: A `SavedEpochPosition` (or the dict Orbax restores it as),
+                refused unless it holds this pipeline's fingerprint; an
+                `EpochPosition`; or a `DatasetPosition` of the host twin.
 
         Raises:
+            ValueError: naming the stage lines where a saved state's
+                fingerprint differs, or a field out of its range.
             UnrepresentableError: if its epoch passes what the position dtype holds.
         """
-        stage = self.dataset.describe_stage()
-        return step_states.to_device(state, self.period, self._static.mode, stage)
+        stage, codec = self.dataset.describe_stage(), self._static.codec
+        return step_states.to_device(state, self.period, self._static.mode, stage, codec)
+
+    def saved_state(self, state: EpochPosition) -> SavedEpochPosition:
+        """`state` with this pipeline's fingerprint, to save; `device_state` restores it.
+
+        `step` carries two integers, the cheapest state to pass into jit; the
+        fingerprint is added here, outside jit, and checked on restore.
+
+        Args:
+            state: An `EpochPosition`, as `step` takes it.
+
+        Examples:
+            >>> from grainfn import fn
+            >>> jds = fn.to_jax(fn.batch(4, fn.range(40)))
+            >>> saved = jds.saved_state(jds.device_state(fn.DatasetPosition(13)))
+            >>> saved.epoch, saved.offset, saved.pipeline.shape
+            (Array(1, dtype=int32), Array(3, dtype=int32), (16,))
+            >>> jds.host_state(jds.device_state(saved))
+            DatasetPosition(position=13)
+        """
+        epoch, offset = self._state_fields(state, "saved_state")
+        return step_states.saved(epoch, offset, self._static.codec)
 
     def _one(self, position: Any) -> Any:
         mode = self._static.mode

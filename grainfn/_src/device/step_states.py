@@ -4,17 +4,25 @@ A step never ends, so its host twin is the dataset repeated. Its state is
 `EpochPosition(epoch, offset)`, the position `epoch * period + offset`, where
 `period` is the dataset's length if that is below 2**31 and 2**31 otherwise:
 both fields fit int32, and a state means the same in both integer modes.
-This module converts them to and from the twin's positions, and turns one
-into the top stage's (epoch, offset) form for the compiled program.
+A state is saved as a `SavedEpochPosition`, which adds the fingerprint of
+its pipeline (`StateCodec`'s), checked on restore: `step` never carries it.
+This module converts states to and from the twin's positions and the saved
+form, and turns one into the top stage's (epoch, offset) form for the
+compiled program.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from grainfn._src.core.state import DatasetPosition, EpochPosition, as_host
+from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.reading import from_dataset
+from grainfn._src.core.state import DatasetPosition, EpochPosition, SavedEpochPosition, as_host
+from grainfn._src.core.state_codec import StateCodec
+from grainfn._src.core.stream import Stream
 from grainfn._src.index.device_ints import MAX_POSITION, IntMode, Split, require, split
 from grainfn._src.index.wide import Wide
+from grainfn._src.stages.repeat import repeat
 
 PERIOD_LIMIT = 2**31
 """The longest period of a step state: its fields fit int32 in both integer modes."""
@@ -30,18 +38,36 @@ def state_period(length: int) -> int:
     return length if length < PERIOD_LIMIT else PERIOD_LIMIT
 
 
+def twin(data: Dataset[Any]) -> Stream[Any]:
+    """The host twin of `to_jax(data)`: `fn.from_dataset(fn.repeat(None, data))`.
+
+    An endless dataset is its own repeat: its twin is `fn.from_dataset(data)`.
+    """
+    return from_dataset(data if data.length >= INFINITE else repeat(None, data))
+
+
 def step_bound(length: int, mode: IntMode) -> int:
     """The largest position a step state reaches: its epoch is at most the dtype's maximum."""
     return min(MAX_POSITION, (mode.top + 1) * state_period(max(length, 1)) - 1)
 
 
-def to_host(state: Any, period: int, stage: str) -> DatasetPosition:
+def to_host(state: Any, period: int, stage: str, codec: StateCodec) -> DatasetPosition:
     """The host twin's state at the same place as `state` (see `JaxDataset.host_state`).
 
+    Args:
+        state: An `EpochPosition`, a `SavedEpochPosition` (its fingerprint
+            checked), the dict Orbax restores either as without a target, or
+            a `DatasetPosition` of the twin (returned as is).
+        period: The period of the states.
+        stage: The top stage, for messages.
+        codec: The twin's `StateCodec`: a saved state must hold its fingerprint.
+
     Examples:
-        >>> to_host(EpochPosition(epoch=3, offset=2), 10, "range(10)")
+        >>> from grainfn import fn
+        >>> codec = StateCodec(twin(fn.range(10)))
+        >>> to_host(EpochPosition(epoch=3, offset=2), 10, "range(10)", codec)
         DatasetPosition(position=32)
-        >>> to_host({"epoch": 3, "offset": 12}, 10, "range(10)")
+        >>> to_host({"epoch": 3, "offset": 12}, 10, "range(10)", codec)
         Traceback (most recent call last):
         ...
         ValueError: EpochPosition field offset is 12; it must be an integer in [0, 9] for \
@@ -50,20 +76,26 @@ to_jax of 'range(10)' (period 10).
     state = _record(as_host(state))
     if isinstance(state, DatasetPosition):
         return state
+    if isinstance(state, SavedEpochPosition):
+        epoch, offset, pipeline = state
+        codec.check_fingerprint(pipeline, f"The saved state at epoch {epoch!r}, offset {offset!r}")
+        state = EpochPosition(epoch, offset)
     if not isinstance(state, EpochPosition):
         raise TypeError(
-            f"A state of to_jax of {stage!r} is an EpochPosition (or its host twin's "
-            f"DatasetPosition), got {state!r}."
+            f"A state of to_jax of {stage!r} is an EpochPosition, a SavedEpochPosition or "
+            f"its host twin's DatasetPosition, got {state!r}."
         )
     epoch, offset = check_fields(state, period, stage)
     return DatasetPosition(epoch * period + offset)
 
 
-def to_device(state: Any, period: int, mode: IntMode, stage: str) -> EpochPosition:
+def to_device(
+    state: Any, period: int, mode: IntMode, stage: str, codec: StateCodec
+) -> EpochPosition:
     """The `EpochPosition` of jax integers at the same place (see `JaxDataset.device_state`)."""
     import jax.numpy as jnp
 
-    position = to_host(state, period, stage).position
+    position = to_host(state, period, stage, codec).position
     if isinstance(position, bool) or not isinstance(position, int):
         raise ValueError(f"A host state's position is an integer, got {position!r}.")
     if not 0 <= position <= MAX_POSITION:
@@ -105,10 +137,18 @@ def top_split(mode: IntMode, epoch: Any, offset: Any, length: int, period: int) 
     return split(mode, position, length, step_bound(length, mode))
 
 
+def saved(epoch: Any, offset: Any, codec: StateCodec) -> SavedEpochPosition:
+    """The saved form of the state at `(epoch, offset)`: with `codec`'s fingerprint (jax int32s)."""
+    import jax.numpy as jnp
+
+    pipeline = jnp.asarray(codec.fingerprint, jnp.int32)
+    return SavedEpochPosition(epoch, offset, cast(int, pipeline))
+
+
 def _record(state: Any) -> Any:
     """A state record from the dict Orbax restores a NamedTuple as without a target."""
     if isinstance(state, dict):
-        for record in (EpochPosition, DatasetPosition):
+        for record in (SavedEpochPosition, EpochPosition, DatasetPosition):
             if set(state) == set(record._fields):
                 return record(**{name: as_host(state[name]) for name in record._fields})
     return state
