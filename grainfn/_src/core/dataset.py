@@ -66,6 +66,9 @@ class Dataset(Generic[T]):
     takes_wide_offsets: ClassVar[bool] = False
     """Whether the program `device_program` makes also takes `Wide` offsets (32-bit
     positions within an epoch past 2**32 - 1; see `grainfn._src.core.compiler`)."""
+    calls_functions: ClassVar[bool] = False
+    """Whether it calls a user function on its elements (map, map_with_index, random_map):
+    the host twin of `fn.to_jax` runs it compiled, as the device does (its floats round alike)."""
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         """This stage's device form: a jax program of its positions up to `bound`.
@@ -75,6 +78,16 @@ class Dataset(Generic[T]):
         `grainfn._src.core.compiler`. Here, a stage kind that has none.
         """
         raise NotImplementedError(f"{type(self).__name__} has no device form.")
+
+    @property
+    def vmap_width(self) -> int | None:
+        """How many parent elements its device form reads under one `jax.vmap`, or None.
+
+        A batch reads its rows so; other stages read one element at a time.
+        The host twin of `fn.to_jax` runs the functions below it in vmaps of
+        the same widths: XLA may round a reduction otherwise at another width.
+        """
+        return None
 
     @property
     def has_device_form(self) -> bool:

@@ -35,7 +35,7 @@ from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.state import DatasetPosition, EpochPosition, SavedEpochPosition, as_host
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.device import step_states
+from grainfn._src.device import host_twin, step_states
 from grainfn._src.index.device_ints import (
     IntMode,
     Split,
@@ -75,7 +75,8 @@ class _Static:
         self.at_step = at_step  # compiled for every epoch a state holds, or why it cannot be
         self.step_bound = step_states.step_bound(dataset.length, mode)
         self.period = step_states.state_period(dataset.length)
-        self.codec = StateCodec(step_states.twin(dataset))  # its fingerprint marks saved states
+        self.twin = host_twin.twin(dataset, mode)  # the stream step reads as
+        self.codec = StateCodec(self.twin)  # its fingerprint marks saved states
         self.warned_fold = False
         self.key = (pipeline_key(dataset), mode, self.step_bound)
 
@@ -203,11 +204,8 @@ class JaxDataset:
 
     @property
     def stream(self) -> Stream[Any]:
-        """The host twin: `fn.from_dataset(fn.repeat(None, dataset))`, which never ends either.
-
-        An endless dataset is its own repeat: its twin is `fn.from_dataset(dataset)`.
-        """
-        return step_states.twin(self.dataset)
+        """The host twin: `from_dataset(repeat(None, dataset))`, its functions run as on device."""
+        return self._static.twin
 
     @property
     def fingerprint(self) -> tuple[int, ...]:
@@ -217,8 +215,8 @@ class JaxDataset:
     def get_many(self, positions: Any) -> Any:
         """The elements at `positions`, stacked: each leaf gains the leading axes of `positions`.
 
-        Equals `dataset.get_many(positions)` element for element (random_map
-        aside: its draws come from `jax.random`, see `to_jax`). Positions past
+        Equals `dataset.get_many(positions)` element for element, floats that
+        functions compute to rounding (docs/jax.md, "Floats"). Positions past
         `length` read later epochs, as on the host.
 
         Args:
@@ -265,11 +263,12 @@ class JaxDataset:
     def steps(self, state: EpochPosition, count: int) -> tuple[Any, EpochPosition]:
         """The next `count` elements, stacked, and the state after them: `count` steps at once.
 
-        Equals `count` calls of `step`, element for element and state for
-        state, but the index math of all `count` positions runs as one
-        vectorized computation (one `get_many`), where a scan of `step` runs
-        it one position at a time. The elements are all held at once: to
-        train on a long run of steps with memory for one, use `scan`.
+        Equals `count` calls of `step`, element for element (a reduction in a
+        function to rounding) and state for state, but the index math of all
+        `count` positions runs as one vectorized computation (one `get_many`),
+        where a scan of `step` runs it one position at a time. The elements
+        are all held at once: to train on a long run of steps with memory for
+        one, use `scan`.
 
         Args:
             state: An `EpochPosition`, as `step` takes it.

@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from grainfn._src.core.dataset import INFINITE, Dataset
-from grainfn._src.core.reading import from_dataset
 from grainfn._src.core.state import DatasetPosition, EpochPosition, SavedEpochPosition, as_host
 from grainfn._src.core.state_codec import StateCodec
-from grainfn._src.core.stream import Stream
 from grainfn._src.index.device_ints import MAX_POSITION, IntMode, Split, require, split
 from grainfn._src.index.wide import Wide
-from grainfn._src.stages.repeat import repeat
 
 PERIOD_LIMIT = 2**31
 """The longest period of a step state: its fields fit int32 in both integer modes."""
@@ -36,14 +32,6 @@ def state_period(length: int) -> int:
         (60, 2147483648)
     """
     return length if length < PERIOD_LIMIT else PERIOD_LIMIT
-
-
-def twin(data: Dataset[Any]) -> Stream[Any]:
-    """The host twin of `to_jax(data)`: `fn.from_dataset(fn.repeat(None, data))`.
-
-    An endless dataset is its own repeat: its twin is `fn.from_dataset(data)`.
-    """
-    return from_dataset(data if data.length >= INFINITE else repeat(None, data))
 
 
 def step_bound(length: int, mode: IntMode) -> int:
@@ -64,7 +52,7 @@ def to_host(state: Any, period: int, stage: str, codec: StateCodec) -> DatasetPo
 
     Examples:
         >>> from grainfn import fn
-        >>> codec = StateCodec(twin(fn.range(10)))
+        >>> codec = StateCodec(fn.from_dataset(fn.repeat(None, fn.range(10))))
         >>> to_host(EpochPosition(epoch=3, offset=2), 10, "range(10)", codec)
         DatasetPosition(position=32)
         >>> to_host({"epoch": 3, "offset": 12}, 10, "range(10)", codec)

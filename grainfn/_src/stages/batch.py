@@ -113,6 +113,10 @@ class BatchedDataset(OneParent):
         starts, stops = self._bounds(np.array([index], dtype=np.int64))
         return ParentIndex(0, int(starts[0]), int(stops[0] - starts[0]))
 
+    @property
+    def vmap_width(self) -> int:
+        return self.batch_size  # its device form reads its rows under one jax.vmap
+
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         """The whole batch at a position: a `BatchProgram`, which also reads some of its rows."""
         import jax

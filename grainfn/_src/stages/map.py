@@ -48,6 +48,7 @@ class MappedDataset(ElementStage[Any]):
     """`fn(element)` for every element."""
 
     spec_rule = "mapped"
+    calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     fn: Callable[[Any], Any]
@@ -95,6 +96,7 @@ class IndexMappedDataset(ElementStage[Any]):
     """`fn(index, element)` for every element."""
 
     spec_rule = "mapped"
+    calls_functions = True
 
     fn: Callable[[int, Any], Any]
 

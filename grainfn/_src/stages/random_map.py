@@ -49,6 +49,7 @@ class RandomMappedDataset(ElementStage[Any]):
     """`fn(element, rng)` where `rng` depends only on (seed, index)."""
 
     spec_rule = "mapped"
+    calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     fn: Callable[[Any, Any], Any]
