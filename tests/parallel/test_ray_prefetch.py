@@ -30,7 +30,6 @@ from ray.cluster_utils import Cluster
 import grainfn as grain
 from grainfn import fn, testing
 from grainfn._src.checkpoint import files
-from grainfn._src.core.blocks import _TRIAL_TASKS, MAX_TASK
 from grainfn.fn import RayPool
 
 # JAX warns at every fork once its threads run (as they do after other tests); adding a
@@ -306,24 +305,14 @@ def pid_of(x: int) -> tuple[int, int]:
 def test_cheap_work_moves_from_the_actors_to_this_process_without_a_warning(
     pools: dict[int, RayPool],
 ) -> None:
-    # Cheap, and long enough that the actors are tried at once (see `START_WORTH`): a trial of a
-    # few blocks, lost; then this process reads, and the actors are tried again less and less
-    # often (after 16 times as long as the trial took, then 32 times, ...).
-    n = 600_000  # about 0.6 s here: at least twice `START_WORTH`
+    n = 100_000  # cheap: read here for START_AFTER, tried on the actors, read here again
     stream = fn.from_dataset(fn.map(pid_of, fn.range(n)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = [element for element, _ in run(fn.ray_prefetch(pools[2], stream))]
     assert [x for x, _ in got] == list(range(n))
-    here = [pid == os.getpid() for _, pid in got]
-    runs = [(side, len(list(run))) for side, run in itertools.groupby(here)]
-    assert runs[0][0] and runs[-1][0], "first read while the actors start, last read here"
-    trial = (1 + _TRIAL_TASKS + 2 * 2) * MAX_TASK  # sent before it was judged, and in flight
-    on_actors = [length for side, length in runs if not side]
-    assert on_actors and all(length <= trial for length in on_actors), runs
-    # Here is the faster side: in 16 times the trial's time it reads 16 times its elements.
-    between = [length for side, length in runs[1:-1] if side]
-    assert all(gap >= 16 * tried for gap, tried in zip(between, on_actors)), runs
+    here = sum(pid == os.getpid() for _, pid in got)
+    assert here > 0.9 * n, f"{here} of {n} elements read in this process"
     assert not [w for w in caught if "too cheap to pay for Ray" in str(w.message)]
 
 

@@ -10,22 +10,20 @@ An executor must earn its place: it never makes a pipeline slower than
 reading in the consumer's own thread. While it starts (worker processes load
 the pipeline, actors get it from the object store: an executor with a
 `ready` method says when it is done), the reader reads in its own thread, so
-the first elements come as soon as without it. It starts at once where
-reading the rest of a finite dataset here would take `START_WORTH` seconds
-or more (its remaining positions times what an element cost so far), where
-an element costs `START_AT_ONCE` seconds or more here (work that processes
-pay for from the first seconds), or where `start_prefetch` asks; over an
-endless dataset, whose rest is unknown, once reading here has taken
-`START_AFTER` seconds. Starting processes and a trial that loses cost a few
-tens of milliseconds: a run too short to pay for them starts none, and a
-longer one loses a few percent at most. An executor that says what readying
-it costs (`start_seconds`: copying a big in-memory source for its workers,
-say) waits until the rest is worth `START_COSTS` times that (endless data:
-until reading here has taken that long), so that a start that loses costs at
-most a tenth of the reading. Then it measures both sides and keeps the work
-where it is faster. Given a `Meter` (the time the consumer spent inside the
-pipeline's `next`), each side's cost per element below also counts what the
-stream stages above the read cost with it:
+the first elements come as soon as without it; and it is only started once
+reading here has taken `START_AFTER` seconds, unless an element costs
+`START_AT_ONCE` seconds or more here (work that processes pay for from the
+first seconds) or `start_prefetch` asks. Starting processes and a trial
+that loses cost a few tens of milliseconds (and on two cores, a trial of
+work as cheap as a copy of each element loses 15%): a run too short to pay
+for them starts none, and a longer one loses a few percent at most. An
+executor that says what readying it costs (`start_seconds`: copying a big
+in-memory source for its workers, say) waits `START_COSTS` times that, so
+that a start that loses costs at most a tenth of the reading before it.
+Then it measures both sides and keeps the work where it is faster. Given a
+`Meter` (the time the consumer spent inside the pipeline's `next`), each
+side's cost per element below also counts what the stream stages above the
+read cost with it:
 - with the executor, how long the consumer waits per element for its blocks,
   over `_TRIAL_TASKS` blocks (a quarter of the usual size while on trial),
   not counting those that waited for it to start (the whole first round of
@@ -72,7 +70,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.dataset import Dataset
 
 _WAITING_SHARE = 0.25  # CPU time below this share of wall time means reading waits
 WAITING_BLOCKS = 3  # consecutive waiting blocks before threads start
@@ -86,9 +84,6 @@ _MIN_BLOCK_SECONDS = 0.0005  # blocks faster than this say nothing about waiting
 MAX_TASK = 1024
 START_AFTER = 1.0
 """Seconds of reading in the consumer's thread before an executor with `ready` is started."""
-START_WORTH = 0.25
-"""Seconds that reading the rest of a finite dataset here must cost for such an executor to start
-at once."""
 START_AT_ONCE = 1e-4
 """Seconds per element read here from which such an executor is started at once."""
 START_COSTS = 10.0
@@ -641,32 +636,18 @@ class BlockReader:
         ready = getattr(self.executor, "ready", None)
         if ready is None or not self.read_while_starting:
             return True
-        if self.adaptive and not self.start_asked and not self._worth_starting():
-            return False
+        if self.adaptive and not self.start_asked and self.here_seconds < self._start_after():
+            costly = len(self.own_costs) >= 2 and self.own_cost >= START_AT_ONCE
+            if not costly:
+                return False
         return bool(ready())
-
-    def _worth_starting(self) -> bool:
-        """Whether an executor on trial starts now (see the module)."""
-        if self.here_seconds >= self._start_after():
-            return True
-        if len(self.own_costs) < 2:  # the first block may pay for warming up
-            return False
-        if self.own_cost >= START_AT_ONCE:
-            return True
-        if self.length >= INFINITE:
-            return False
-        rest = (self.length - self.position) * (self.own_cost + self._above(False))
-        return rest >= max(START_WORTH, START_COSTS * self._start_cost())
-
-    def _start_cost(self) -> float:
-        cost = getattr(self.executor, "start_seconds", None)
-        return 0.0 if cost is None else float(cost())
 
     def _start_after(self) -> float:
         """Seconds to read here before an executor on trial starts (see the module)."""
         if self.here_seconds < START_AFTER:
             return START_AFTER
-        return max(START_AFTER, START_COSTS * self._start_cost())
+        cost = getattr(self.executor, "start_seconds", None)
+        return START_AFTER if cost is None else max(START_AFTER, START_COSTS * cost())
 
     def _after_own_block(self, waited: bool) -> None:
         """Hands the work back to the executor where it is due (see the module)."""
