@@ -5,16 +5,21 @@ each worker runs the pipeline over its own slice of the data (the DataLoader's
 workers batch and filter their own records), and their elements come in turn.
 With `grain_worker_order=True`, grainfn yields the same elements in the same
 order, for any worker count and buffer size, reads the states Grain wrote,
-and writes ones Grain reads.
+and writes ones Grain reads. Its elements also come as Grain's workers hand
+them over, through JAX's tree functions: dicts with sorted keys, at every
+level (`worker_copy`); without it, grainfn's workers keep each element as it is.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
+import urllib.parse
 from typing import Any
 
 import grain
+import jax
 import numpy as np
 import pytest
 from absl import flags
@@ -23,10 +28,12 @@ from hypothesis import strategies as st
 
 import grainfn
 from grainfn import fn
+from grainfn._src.elastic.worker_order import worker_copy
 from grainfn._src.loader.samplers import shard_length
 
 from support.loader_specs import assert_same_elements, build_loader, loader_specs
 from support.pipelines import build_grain_stream, stream_specs
+from support.trees import assert_same_tree, element, templates
 
 pytestmark = pytest.mark.grain
 
@@ -218,3 +225,114 @@ def test_a_loader_state_of_another_worker_count_is_refused_saying_which() -> Non
         ours.set_state(state)
     with pytest.raises(ValueError, match=r"cannot be written for 3: pass worker_count=2"):
         ours.grain_state(worker_count=3)
+
+
+# --- The key order of what Grain's workers hand over ------------------------------------
+
+
+def handed_over(dataset: Any) -> list[Any]:
+    """Every element of `dataset` read to the end, the iterator closed."""
+    iterator = iter(dataset)
+    out = list(iterator)
+    if hasattr(iterator, "close"):
+        iterator.close()
+    return out
+
+
+def source(module: Any, data: list[Any]) -> Any:
+    return module.MapDataset.source(data).to_iter_dataset()
+
+
+def shuffled_loader(module: Any, data: list[Any], workers: int, **options: Any) -> Any:
+    sampler = module.samplers.IndexSampler(
+        len(data), module.sharding.NoSharding(), shuffle=True, num_epochs=1, seed=4
+    )
+    return module.DataLoader(data_source=data, sampler=sampler, worker_count=workers, **options)
+
+
+def assert_same_trees(ours: list[Any], theirs: list[Any]) -> None:
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same_tree(a, b, f"element {k}")
+
+
+@settings(max_examples=3, deadline=None)
+@given(templates(), st.integers(1, 3))
+def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int) -> None:
+    note(f"template = {template!r}")
+    data = [element(template, i) for i in range(7)]
+    ours = handed_over(with_workers(grainfn, source(grainfn, data), workers))
+    theirs = handed_over(with_workers(grain, source(grain, data), workers))
+    assert_same_trees(ours, theirs)
+
+
+def every_kind(i: int) -> Any:
+    """Each kind of node Grain's workers rebuild, or keep, nested in a dict."""
+    return {
+        "nested": {"b": i, "a": [{"d": i, "c": (i, {"y": i, "x": None})}]},
+        "ordered": collections.OrderedDict([("b", i), ("a", {"d": i, "c": i})]),
+        "default": collections.defaultdict(int, {"b": i, "a": {"d": i, "c": i}}),
+        "counter": collections.Counter({"b": i, "a": i}),  # a dict subclass: a leaf to JAX
+        "url": urllib.parse.ParseResult("s", {"b": i, "a": i}, "p", "", "", ""),  # a namedtuple
+        "numbers": {10: "ten", 9: "nine", -1: i},
+        "text": f"t{i}",
+        "array": np.arange(3) + i,
+    }
+
+
+@pytest.mark.parametrize("kind", ["mp_prefetch", "DataLoader"])
+def test_workers_hand_over_every_kind_of_node_as_grains(kind: str) -> None:
+    data = [every_kind(i) for i in range(5)]
+    data += [("text", {"b": 0, "a": 1}), f"s{9}", 9, np.arange(2)]  # elements that are no dict
+
+    def read_all(module: Any, **options: Any) -> list[Any]:
+        if kind == "mp_prefetch":
+            return handed_over(with_workers(module, source(module, data), 2))
+        return handed_over(shuffled_loader(module, data, 2, **options))
+
+    ours, theirs = read_all(grainfn, grain_worker_order=True), read_all(grain)
+    assert_same_trees(ours, theirs)
+    first = next(e for e in ours if isinstance(e, dict))
+    assert list(first) == sorted(every_kind(0))
+    assert list(first["ordered"]) == ["b", "a"] and list(first["ordered"]["a"]) == ["c", "d"]
+    assert list(first["counter"]) == ["b", "a"] and list(first["url"].netloc) == ["a", "b"]
+
+
+@pytest.mark.parametrize("kind", ["mp_prefetch", "DataLoader"])
+def test_grainfns_own_workers_keep_each_elements_key_order(kind: str) -> None:
+    data = [{"b": i, "a": {"d": i, "c": i}} for i in range(6)]
+    if kind == "mp_prefetch":
+        options = grainfn.MultiprocessingOptions(num_workers=2)
+        ours = handed_over(source(grainfn, data).mp_prefetch(options))
+        assert ours == data
+    else:
+        ours = handed_over(shuffled_loader(grainfn, data, 2))
+        assert ours == handed_over(shuffled_loader(grainfn, data, 0))
+    assert all(list(e) == ["b", "a"] and list(e["a"]) == ["d", "c"] for e in ours)
+
+
+@jax.tree_util.register_pytree_node_class
+class Pair:
+    """A class JAX registers as a node: its children's dicts are rebuilt too."""
+
+    def __init__(self, left: Any, right: Any) -> None:
+        self.left, self.right = left, right
+
+    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
+        return (self.left, self.right), None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Any) -> Pair:
+        return cls(*children)
+
+
+@settings(max_examples=40)
+@given(templates())
+def test_worker_copy_is_jaxs_tree_map(template: Any) -> None:
+    value = element(template, 3)
+    nodes = {"pair": Pair(value, {"b": 1, "a": 2}), "all": every_kind(1), "value": value}
+    copied = worker_copy(nodes)
+    expected = jax.tree_util.tree_map(lambda leaf: leaf, nodes)
+    pairs = copied.pop("pair"), expected.pop("pair")
+    assert_same_trees([copied, pairs[0].left, pairs[0].right], [expected, *vars(pairs[1]).values()])
+    assert type(pairs[0]) is Pair

@@ -11,15 +11,23 @@ that order as an ordinary pipeline: a round robin (an interleave) over the
 its state is the interleave's, which is also the state Grain's `mp_prefetch`
 writes, so a run moves between Grain and grainfn mid-epoch with the same
 batches (`IterDataset.mp_prefetch(..., grain_worker_order=True)`).
+
+Grain's workers also hand each element over through JAX's tree functions
+(their shared-memory copy maps every leaf), which rebuild its dicts with
+sorted keys: `worker_copy` is that rebuild, and the round robin yields each
+element so.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 from typing import Any
 
+from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
-from grainfn._src.core.stream import Stream
+from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.elastic.shards import check_shard_count, logical_shard, positions_to_cut
 from grainfn._src.stages.interleave import InterleavedStream
 
@@ -32,10 +40,81 @@ WITHOUT_WORKER_ORDER = (
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class GrainWorkerOrderStream(InterleavedStream):
-    """The round robin over the logical shards of a pipeline, one per Grain worker."""
+    """The round robin over the logical shards of a pipeline, one per Grain worker.
+
+    Each element comes as Grain's workers hand it over (`worker_copy`).
+    """
+
+    def open(self, state: Any) -> Cursor:
+        return _WorkerCopyCursor(super().open(state))
 
     def describe_stage(self) -> str:
         return f"grain_worker_order({self.count} workers)"
+
+
+class _WorkerCopyCursor(BaseCursor):
+    """The round robin's elements, each as `worker_copy` rebuilds it."""
+
+    def __init__(self, parent: Cursor) -> None:
+        self.parent = parent
+        self.atomic = parent.atomic
+
+    def next(self) -> Any:
+        return worker_copy(self.parent.next())
+
+    def next_many(self, count: int) -> list[Any]:
+        return [worker_copy(element) for element in self.parent.next_many(count)]
+
+    def state(self) -> Any:
+        return self.parent.state()
+
+    def children(self) -> tuple[Cursor, ...]:
+        return (self.parent,)
+
+
+def worker_copy(element: Any) -> Any:
+    """`element` as Grain's worker processes hand it over: its dicts' keys sorted, at every level.
+
+    Grain's workers pass each element through JAX's tree functions
+    (`tree_map`), which rebuild every `dict` (and `defaultdict`) with its keys
+    sorted; an `OrderedDict`, lists, tuples and namedtuples keep their order,
+    a node JAX registers (where the program imported jax) is rebuilt with its
+    children so, and every other value (a dict subclass too) is a leaf, as it
+    is. Keys that cannot be compared (`1` and `"a"`) keep their order (Grain
+    fails on them).
+
+    Examples:
+        >>> worker_copy({"b": 1, "a": [{"d": 2, "c": 3}], "o": collections.OrderedDict(z=0, y=1)})
+        {'a': [{'c': 3, 'd': 2}], 'b': 1, 'o': OrderedDict([('z', 0), ('y', 1)])}
+        >>> worker_copy(({"b": 1, "a": 2}, "text"))
+        ({'a': 2, 'b': 1}, 'text')
+    """
+    try:
+        return _rebuilt(element)
+    except RecursionError:
+        raise tree.too_deep("An element") from None
+
+
+def _rebuilt(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict or kind is collections.defaultdict:
+        keys = list(value)
+        with contextlib.suppress(TypeError):  # keys that do not compare: their own order
+            keys = sorted(keys)
+        items = [(key, _rebuilt(value[key])) for key in keys]
+        if kind is dict:
+            return dict(items)
+        return collections.defaultdict(value.default_factory, items)
+    if kind is collections.OrderedDict:
+        return collections.OrderedDict((key, _rebuilt(item)) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return kind(_rebuilt(item) for item in value)
+    if isinstance(value, tuple) and hasattr(kind, "_fields"):  # a namedtuple
+        return kind(*(_rebuilt(item) for item in value))
+    node = tree.jax_children(value)
+    if node is None:
+        return value
+    return tree.jax_rebuild(node[1], [_rebuilt(child) for child in node[0]])
 
 
 def grain_worker_order(
