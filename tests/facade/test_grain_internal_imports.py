@@ -541,8 +541,8 @@ CLIENT_IMPORTS = {
     "source": (
         "from grain._src.python.dataset.transformations import source",
         {
-            "source.SourceMapDataset": "grainfn._src.facade.source.SourceMapDataset",
-            "source.RangeMapDataset": "grainfn._src.facade.source.RangeMapDataset",
+            "source.SourceMapDataset": "grainfn._src.facade.dataset.SourceMapDataset",
+            "source.RangeMapDataset": "grainfn._src.facade.dataset.RangeMapDataset",
         },
     ),
     "index_shuffle": (
@@ -562,7 +562,7 @@ CHECK = textwrap.dedent(
     """
     import grainfn, grainfn.experimental, grainfn.checkpoint
     import grainfn._src.formats.tfrecord_reader, grainfn._src.facade.tfrecord_dataset
-    import grainfn._src.facade.options, grainfn._src.facade.source
+    import grainfn._src.facade.options
 
     def value(expression, names):
         head, *rest = expression.split(".")

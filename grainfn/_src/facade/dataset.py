@@ -3,6 +3,9 @@
 A `MapDataset` holds a `grainfn.fn` dataset and an `IterDataset` a stream
 (`.core`); each method builds a new core value with a `grainfn.fn`
 combinator and wraps it. A `DatasetIterator` wraps a core `StreamIterator`.
+`SourceMapDataset` and `RangeMapDataset` are the classes of Grain's internal
+`source` module that code builds by name (`MapDataset.source` and
+`MapDataset.range` in Grain).
 `WithOptionsIterDataset` applies `DatasetOptions` to a pipeline, and
 `get_next_index` / `set_next_index` move an iterator by the stages' own rules
 (`grainfn._src.grain_states.next_index`).
@@ -260,6 +263,46 @@ class MapDataset(InPlaceSlicing, _Stages[T]):
         if self._core is None and type(self) is not MapDataset:
             return object.__repr__(self)
         return f"MapDataset:\n{_indent(repr(self.core))}"
+
+
+class SourceMapDataset(MapDataset[T]):
+    """The items of a random-access source (`len` and `[]`): `MapDataset.source(source)`.
+
+    The source is at `self._source`, as in Grain, for a subclass: one that
+    defines its own `__getitem__` (and `__len__`) is read through them, as any
+    MapDataset subclass is.
+
+    Examples:
+        >>> ds = SourceMapDataset(["a", "b", "c"]).seed(1).shuffle().repeat(2)
+        >>> len(ds), sorted(ds) == ["a", "a", "b", "b", "c", "c"]
+        (6, True)
+        >>> class Doubled(SourceMapDataset):
+        ...     def __len__(self):
+        ...         return len(self._source)
+        ...     def __getitem__(self, index):
+        ...         return self._source[index % len(self)] * 2
+        >>> list(Doubled([1, 2]).map(str))
+        ['2', '4']
+    """
+
+    def __init__(self, source: Any) -> None:
+        super().__init__()
+        self._source = source
+        if type(self).__getitem__ is MapDataset.__getitem__:  # not a subclass that reads itself
+            self._core = fn.source(source)
+
+
+class RangeMapDataset(MapDataset[int]):
+    """The integers of Python's `range(start, stop, step)`: `MapDataset.range(...)`.
+
+    Examples:
+        >>> list(RangeMapDataset(2, 12, 3)), len(RangeMapDataset(4))
+        ([2, 5, 8, 11], 4)
+    """
+
+    def __init__(self, start: int, stop: int | None = None, step: int = 1) -> None:
+        super().__init__()
+        self._core = fn.range(start, stop, step)
 
 
 class IterDataset(_Stages[T]):
