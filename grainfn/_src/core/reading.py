@@ -22,6 +22,7 @@ from grainfn._src.core.blocks import BlockReader, BlockSizer
 from grainfn._src.core.dataset import INFINITE, Dataset, read_many, upstream_holes
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.iterator import StreamIterator
+from grainfn._src.core.read_threads import InNamedThreads, NamedThreads, NamedThreadsExecutor
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 T = TypeVar("T")
@@ -32,9 +33,12 @@ class FromDatasetStream(Stream[T]):
     """The elements of a dataset in position order; `None`s are skipped unless allowed.
 
     With `threads > 0`, up to that many threads read up to `buffer` positions
-    ahead once reading is seen to wait (see `grainfn._src.core.blocks`).
-    Neither changes the elements or the state, so neither is part of the
-    pipeline a state names.
+    ahead once reading is seen to wait (see `grainfn._src.core.blocks`). With
+    a `thread_name` too, every read of the dataset runs in `threads` threads
+    named `f"{thread_name}_{n}"` (`reads`, see `grainfn._src.core.read_threads`),
+    those read ahead once reading in the consumer proves slow. None of these
+    changes the elements or the state, so none is part of the pipeline a
+    state names.
     """
 
     spec_rule = "parent"
@@ -45,6 +49,15 @@ class FromDatasetStream(Stream[T]):
     buffer: int = 500
     check: FilterCheck = NO_CHECK
     """When reading warns or raises because the holes (filtered positions) are most of it."""
+    thread_name: str | None = None
+    reads: Dataset[T] = dataclasses.field(init=False, compare=False)
+    """What a reader of this stream reads: `dataset`, in its named threads if it has them."""
+
+    def __post_init__(self) -> None:
+        reads = self.dataset
+        if self.thread_name is not None:
+            reads = InNamedThreads(reads, NamedThreads(self.thread_name, self.threads))
+        object.__setattr__(self, "reads", reads)
 
     @property
     def parents(self) -> tuple[Any, ...]:
@@ -54,7 +67,12 @@ class FromDatasetStream(Stream[T]):
         return records.DatasetPosition(0)
 
     def open(self, state: records.DatasetPosition) -> Cursor:
-        reader = BlockReader(self.dataset, state.position, self.threads, self.buffer)
+        reads = self.reads
+        if isinstance(reads, InNamedThreads):
+            executor = NamedThreadsExecutor(reads, self.buffer)
+            reader = BlockReader(reads, state.position, buffer=self.buffer, executor=executor)
+        else:
+            reader = BlockReader(reads, state.position, self.threads, self.buffer)
         checked = self.check.active and not self.allow_nones
         if checked and upstream_holes(self.dataset) is not None:
             stage = f"{self.describe_stage()} skipping filtered positions"
@@ -280,7 +298,12 @@ class CheckedDatasetCursor(DatasetCursor):
 
 @toolz.curry
 def from_dataset(
-    ds: Dataset[T], *, allow_nones: bool = False, threads: int = 0, buffer: int = 500
+    ds: Dataset[T],
+    *,
+    allow_nones: bool = False,
+    threads: int = 0,
+    buffer: int = 500,
+    thread_name: str | None = None,
 ) -> Stream[T]:
     """The elements of `ds` in position order, as a stream with explicit state.
 
@@ -289,6 +312,12 @@ def from_dataset(
     once reading is measured to wait (slow files, network); cheap pipelines
     keep reading in the calling thread. Neither changes elements or states.
 
+    With a `thread_name` (and `threads > 0`), every read of `ds` runs in
+    `threads` threads named `f"{thread_name}_{n}"`, `n < threads`, wherever
+    it is read (here, ahead, in worker processes), as Grain reads its sources
+    (in `grain-prefetch_<n>`); with one thread, in position order. Blocks are
+    read ahead there once reading in the consumer proves slow.
+
     Examples:
         >>> from grainfn.fn import range
         >>> from grainfn.fn import filter
@@ -296,12 +325,25 @@ def from_dataset(
         >>> element, state = s.step(s.init())
         >>> element, state
         (1, DatasetPosition(position=2))
+        >>> import threading
+        >>> from grainfn import fn
+        >>> names = fn.map(lambda _: threading.current_thread().name, fn.range(3))
+        >>> list(iterate(from_dataset(names, threads=1, thread_name="reader")))
+        ['reader_0', 'reader_0', 'reader_0']
+
+    Raises:
+        ValueError: for a `thread_name` with `threads=0`, or one that is empty.
     """
     ds = as_dataset(ds, "from_dataset")
     threads = validate.check_nonnegative_int(threads, "threads")
     buffer = validate.check_positive_int(buffer, "buffer")
     allow_nones = validate.check_flag(allow_nones, "from_dataset allow_nones")
-    return FromDatasetStream(ds, allow_nones, threads, buffer)
+    if thread_name is not None and not threads:
+        raise ValueError(
+            f"from_dataset reads in threads named {thread_name!r}_<n> only with threads >= 1, "
+            "got threads=0: pass threads, or no thread_name to read in the calling thread."
+        )
+    return FromDatasetStream(ds, allow_nones, threads, buffer, thread_name=thread_name)
 
 
 def elements(

@@ -39,7 +39,8 @@ class DataLoader:
         worker_buffer_size: Blocks each worker computes ahead (0 counts as 1).
         shard_options: Which shard of the sampler's indices to read; None
             takes the sampler's own.
-        read_options: Threads and read-ahead when reading waits (see ReadOptions).
+        read_options: The threads that read the source and the per-record
+            operations, named as Grain's, and their read-ahead (see ReadOptions).
         enable_profiling: Accepted for Grain compatibility; grainfn has no profiler.
         worker_timeout: Seconds to wait for a worker's next answer before the
             worker is killed and `next()` raises `WorkerError`; nothing is lost,
@@ -143,6 +144,7 @@ class DataLoader:
             adaptive=self._multiprocessing_options.adaptive,
             read_threads=options.threads,
             read_buffer=options.buffer,
+            read_thread_name=options.thread_name,
             worker_init_fn=worker_init_fn,
             ray_pool=self._ray_pool,
             grain_worker_order=self._grain_worker_order,

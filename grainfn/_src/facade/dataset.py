@@ -227,14 +227,20 @@ class MapDataset(InPlaceSlicing, _Stages[T]):
     ) -> IterDataset[T]:
         """The elements in order, as an IterDataset; Nones are skipped unless `allow_nones`.
 
-        `read_options` sets the threads that read ahead when reading waits (see
-        `ReadOptions`); they never change the elements or the states.
+        `read_options` sets the threads that read this dataset, named as
+        Grain's (`grain-prefetch_<n>`), and how far they read ahead when
+        reading is slow (see `ReadOptions`); they never change the elements
+        or the states.
         """
         options = ReadOptions() if read_options is None else read_options
         if not isinstance(options, ReadOptions):
             raise TypeError(f"read_options must be a grainfn.ReadOptions, got {options!r}.")
         stream = fn.from_dataset(
-            self.core, allow_nones=allow_nones, threads=options.threads, buffer=options.buffer
+            self.core,
+            allow_nones=allow_nones,
+            threads=options.threads,
+            buffer=options.buffer,
+            thread_name=options.thread_name,
         )
         return _wrap_iter(stream)
 

@@ -39,6 +39,7 @@ def loader_stream(
     worker_buffer_size: int = 1,
     read_threads: int = 0,
     read_buffer: int = 500,
+    read_thread_name: str | None = None,
     worker_init_fn: Callable[[int, int], Any] | None = None,
     worker_timeout: float | None = None,
     adaptive: bool = True,
@@ -48,7 +49,8 @@ def loader_stream(
     """The stream of a DataLoader: shard `shard`'s records through `operations`.
 
     `worker_count`, `worker_buffer_size`, `worker_init_fn`, `worker_timeout`
-    and `adaptive` are those of `fn.mp_prefetch`; the read options those of `fn.from_dataset`;
+    and `adaptive` are those of `fn.mp_prefetch`; the read options (`read_threads`,
+    `read_buffer`, `read_thread_name`) those of `fn.from_dataset`;
     `ray_pool`, a `fn.RayPool` whose actors do the map-level work instead
     (`fn.ray_prefetch`, with `adaptive` and `worker_timeout`).
     `grain_worker_order` with workers gives the order of Grain's DataLoader:
@@ -75,7 +77,9 @@ def loader_stream(
     def to_stream(data: Any) -> Stream[Any]:
         if isinstance(data, Stream):
             return data
-        return fn.from_dataset(data, threads=read_threads, buffer=read_buffer)
+        return fn.from_dataset(
+            data, threads=read_threads, buffer=read_buffer, thread_name=read_thread_name
+        )
 
     def through_operations(data: Dataset[Any] | Stream[Any]) -> Stream[Any]:
         for operation in operations:

@@ -57,7 +57,7 @@ class PrefetchedStream(PassThroughStream):
         if not leaves:  # nothing to read in workers: start no processes
             return self.parent.open(state)
         pool = WorkerPool(
-            [leaf.dataset for leaf in leaves],
+            [leaf.reads for leaf in leaves],
             self.num_workers,
             self.buffer_per_worker,
             self.worker_init_fn,
@@ -103,7 +103,7 @@ class PooledLeaf(Stream[Any]):
 
     def open(self, state: records.DatasetPosition) -> Cursor:
         reader = BlockReader(
-            self.leaf.dataset,
+            self.leaf.reads,  # in the leaf's named threads, if it has them
             state.position,
             executor=self.executor(),
             adaptive=self.adaptive,

@@ -49,7 +49,7 @@ class RayPrefetchedStream(PassThroughStream):
         # A worker_timeout watches the actors only: with one, every block goes to them.
         watched = self.worker_timeout is not None
         adaptive = self.adaptive and not watched
-        datasets = [leaf.dataset for leaf in leaves]
+        datasets = [leaf.reads for leaf in leaves]  # in their named threads, if any
         session = self.pool.session(datasets, not adaptive, self.worker_timeout)
 
         meter = Meter()

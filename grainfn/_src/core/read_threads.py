@@ -1,0 +1,243 @@
+"""Reading a dataset in threads of given names: where Grain reads its data sources.
+
+Grain's `to_iter_dataset` (and its DataLoader) read a MapDataset in a pool of
+`ReadOptions.num_threads` threads named `grain-prefetch_0`, `grain-prefetch_1`,
+... (a `concurrent.futures.ThreadPoolExecutor` with that name prefix), in
+each worker process too; and data sources observe it: MaxText's Hugging Face
+source picks its shard from the number in its thread's name. A dataset read
+through `InNamedThreads` is read in such threads wherever a block of it is
+read: by the consumer (a block at a time, handed to one of the threads and
+waited for), ahead of it (`NamedThreadsExecutor`, a `BlockReader` executor
+whose blocks run in the same threads), and in worker processes (a copy of
+the dataset makes its own threads, in the process that reads it).
+
+Each name belongs to one thread for the life of its `NamedThreads`, so state
+a source keeps per thread stays with one thread; with one thread, every read
+runs in it in position order, each position once. The core's own reading
+(`fn.from_dataset` without `thread_name`) does not change: a block read in
+the consumer's thread costs nothing extra there.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from grainfn._src.core import validate
+from grainfn._src.core.blocks import Result, read_timed
+from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_REQUIRED_GAIN = 1.5  # how much less the consumer must wait with the threads reading ahead
+_TASK_SECONDS = 0.002  # the work of one block read ahead
+
+_in_pool = threading.local()
+"""The token of the `NamedThreads` pool the current thread belongs to, if any."""
+
+
+class NamedThreads:
+    """`count` threads named `f"{prefix}_{n}"` for `n < count`, made as reads need them.
+
+    The threads belong to the process that first reads through them: a copy
+    (a pickle sent to a worker process, a fork) starts without threads and
+    makes its own. They stop when this object is garbage collected.
+
+    Args:
+        prefix: The names' prefix, e.g. Grain's `"grain-prefetch"`.
+        count: The most threads, at least 1.
+
+    Examples:
+        >>> threads = NamedThreads("grain-prefetch", 2)
+        >>> threads.names
+        ('grain-prefetch_0', 'grain-prefetch_1')
+        >>> threads.run(lambda: threading.current_thread().name)
+        'grain-prefetch_0'
+    """
+
+    def __init__(self, prefix: str, count: int) -> None:
+        if not isinstance(prefix, str) or not prefix:
+            raise ValueError(f"The threads' name prefix must be a non-empty str, got {prefix!r}.")
+        self.prefix = prefix
+        self.count = validate.check_positive_int(count, "the number of named threads")
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._owner = 0  # the process whose threads `_pool` holds
+        self._token = object()  # what the pool's threads hold in `_in_pool`
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The threads' names, in the order they are made."""
+        return tuple(f"{self.prefix}_{n}" for n in range(self.count))
+
+    def current(self) -> bool:
+        """Whether the calling thread is one of these threads."""
+        return getattr(_in_pool, "token", None) is self._token
+
+    def submit(self, function: Callable[..., R], *args: Any) -> concurrent.futures.Future[R]:
+        """Runs `function(*args)` in one of the threads, the first idle one or a new one."""
+        return self._threads().submit(function, *args)
+
+    def run(self, function: Callable[..., R], *args: Any) -> R:
+        """`function(*args)`, run in one of the threads (here, if this is one) and waited for."""
+        if self.current():
+            return function(*args)
+        return self.submit(function, *args).result()
+
+    def _threads(self) -> concurrent.futures.ThreadPoolExecutor:
+        pool, pid = self._pool, os.getpid()
+        if pool is not None and self._owner == pid:
+            return pool
+        with self._lock:
+            if self._pool is None or self._owner != pid:  # none yet, or a parent's (forked)
+                self._token = object()
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self.count,
+                    thread_name_prefix=self.prefix,
+                    initializer=_enter,
+                    initargs=(self._token,),
+                )
+                self._owner = pid
+            return self._pool
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NamedThreads, (self.prefix, self.count))  # a copy makes its own threads
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NamedThreads):
+            return NotImplemented
+        return (self.prefix, self.count) == (other.prefix, other.count)
+
+    def __hash__(self) -> int:
+        return hash((NamedThreads, self.prefix, self.count))
+
+    def __repr__(self) -> str:
+        return f"NamedThreads({self.prefix!r}, {self.count})"
+
+
+def _enter(token: object) -> None:
+    _in_pool.token = token
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class InNamedThreads(Dataset[T]):
+    """The parent dataset, every read of it run in one of `threads`.
+
+    A read made in one of the threads runs there at once; any other is handed
+    to one and waited for. The elements are the parent's.
+
+    Examples:
+        >>> from grainfn import fn
+        >>> threads = NamedThreads("reader", 1)
+        >>> InNamedThreads(fn.source([5, 6]), threads).get_many([0, 1, 2])
+        [5, 6, 5]
+        >>> names = fn.map(lambda _: threading.current_thread().name, fn.range(2))
+        >>> InNamedThreads(names, threads).get_many([0, 1])
+        ['reader_0', 'reader_0']
+    """
+
+    parent: Dataset[T]
+    threads: NamedThreads
+    transparent = True  # the parent's elements, read elsewhere
+    spec_rule = "parent"
+
+    def __post_init__(self) -> None:
+        set_length(self, self.parent.length)
+
+    @property
+    def parents(self) -> tuple[Dataset[Any], ...]:
+        return (self.parent,)
+
+    def _get(self, index: int) -> T | None:
+        return self.threads.run(self.parent._get, index)
+
+    def _get_many(self, indices: np.ndarray) -> list[T | None]:
+        return self.threads.run(self.parent._get_many, indices)
+
+    def trace_parent(self, index: int) -> ParentIndex:
+        return ParentIndex(0, index)
+
+    def describe_stage(self) -> str:
+        return self.parent.describe_stage()
+
+
+class NamedThreadsExecutor:
+    """A `BlockReader` executor: blocks of `dataset` read ahead in its named threads.
+
+    The threads are the dataset's own, so a block read ahead and one read by
+    the consumer run in the same threads. They belong to the dataset and
+    outlive the executor: `close` leaves them idle. As for any executor the
+    reader was given, the blocks a reader takes back from it are those it read
+    (none is read twice), and the reader starts it once reading in the
+    consumer proves slow (`ready`: threads need no start; see `BlockReader`).
+
+    Args:
+        dataset: The dataset read, in its threads.
+        buffer: The most positions read ahead.
+    """
+
+    task_seconds = _TASK_SECONDS
+    required_gain = _REQUIRED_GAIN
+
+    def __init__(self, dataset: InNamedThreads[Any], buffer: int) -> None:
+        self.dataset = dataset
+        self.max_tasks = validate.check_positive_int(buffer, "buffer")
+
+    def ready(self) -> bool:
+        """Always: the threads are made as the first blocks come."""
+        return True
+
+    def submit(self, first: int, stop: int) -> _Task:
+        """Reads positions `[first, stop)` in one of the threads."""
+        return _Task(self.dataset.threads.submit(_read, self.dataset.parent, first, stop))
+
+    def close(self) -> None:
+        """Nothing to stop: the threads are the dataset's (the reader cancels its blocks)."""
+
+
+class _ReadError(Exception):
+    """A block read with the error that stopped it, raised out of the thread, not returned.
+
+    Returned, the error would hold its traceback, which holds the thread's
+    frames, which hold the future that holds the result: a cycle only the
+    garbage collector frees.
+    """
+
+    def __init__(self, result: Result) -> None:
+        super().__init__()
+        self.result = result
+
+
+def _read(dataset: Dataset[Any], first: int, stop: int) -> Result:
+    result = read_timed(dataset, first, stop)
+    if result[1] is None:
+        return result
+    try:
+        raise _ReadError(result)
+    finally:  # held by this frame, the result's error would hold it back
+        del result
+
+
+class _Task:
+    """A block read ahead: its future's result, or the result of the read that failed."""
+
+    def __init__(self, future: concurrent.futures.Future[Result]) -> None:
+        self.future = future
+
+    def result(self) -> Result:
+        try:
+            return self.future.result()
+        except _ReadError as failed:
+            return failed.result
+        finally:  # the future holds what it raised, whose traceback holds this frame
+            del self
+
+    def cancel(self) -> bool:
+        return self.future.cancel()
