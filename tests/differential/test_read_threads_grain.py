@@ -11,6 +11,7 @@ up to the threads' timing in Grain, so the set of records is compared.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
@@ -197,3 +198,14 @@ def test_the_reading_threads_are_named_as_grains(options: dict[str, int]) -> Non
 
     expected = {"grain-prefetch_0"} if options.get("num_threads") else {"MainThread"}
     assert names(grainfn) == names(grain) == expected
+
+
+def test_an_elastic_iterator_reads_in_grains_threads() -> None:
+    def names(module: Any) -> set[str]:
+        ds = module.MapDataset.source(Names())
+        options = module.ReadOptions(num_threads=1)
+        shard = module.sharding.NoSharding()
+        iterator = module.experimental.ElasticIterator(ds, 5, shard, read_options=options)
+        return {str(name) for batch in itertools.islice(iterator, 10) for name in batch}
+
+    assert names(grainfn) == names(grain) == {"grain-prefetch_0"}

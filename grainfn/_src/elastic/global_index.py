@@ -63,6 +63,7 @@ class GlobalIndexBatches(Iterator[Any]):
         shard_count: Hosts sharing each global batch.
         threads: Threads that read the dataset ahead (`from_dataset`'s).
         buffer: Positions they read ahead (`from_dataset`'s).
+        thread_name: The name of the threads every read runs in (`from_dataset`'s).
         workers: Worker processes of an `mp_prefetch` over the reads; None: none.
         worker_options: `mp_prefetch`'s other keyword arguments.
         instruments: What the stream goes through as it opens (timing, a graph).
@@ -87,6 +88,7 @@ class GlobalIndexBatches(Iterator[Any]):
         *,
         threads: int = 0,
         buffer: int = 500,
+        thread_name: str | None = None,
         workers: int | None = None,
         worker_options: Mapping[str, Any] | None = None,
         instruments: Sequence[Instrument] = (),
@@ -105,7 +107,7 @@ class GlobalIndexBatches(Iterator[Any]):
             )
         self.dataset, self.global_batch_size = dataset, size
         self.shard_index, self.shard_count = shard_index, shard_count
-        self.threads, self.buffer = threads, buffer
+        self.threads, self.buffer, self.thread_name = threads, buffer, thread_name
         self.workers, self.worker_options = workers, dict(worker_options or {})
         self.instruments = tuple(instruments)
         self.next_index = 0
@@ -120,7 +122,9 @@ class GlobalIndexBatches(Iterator[Any]):
             self.shard_index,
             self.shard_count,
         )
-        stream = from_dataset(batches, threads=self.threads, buffer=self.buffer)
+        stream = from_dataset(
+            batches, threads=self.threads, buffer=self.buffer, thread_name=self.thread_name
+        )
         if self.workers is None:
             return stream
         return mp_prefetch(self.workers, stream, **self.worker_options)

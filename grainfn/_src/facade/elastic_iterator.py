@@ -224,6 +224,7 @@ class _GrainElasticIterator(CheckpointableIterator[Any]):
             shard_options.shard_count,
             threads=reading.threads,
             buffer=reading.buffer,
+            thread_name=reading.thread_name,
             workers=None if workers is None else workers.num_workers,
             worker_options=None if workers is None else workers.prefetch_arguments(),
             instruments=config.instruments,
