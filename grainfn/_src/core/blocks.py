@@ -108,7 +108,8 @@ class Task(Protocol):
 class Executor(Protocol):
     """Reads blocks of positions ahead of the consumer.
 
-    Three attributes are optional, read where present: `required_gain`, how
+    Four attributes are optional, read where present: `keeps_blocks` (see
+    `ThreadExecutor`); `required_gain`, how
     many times less the consumer must wait per element than reading in its
     own thread costs for the executor to keep the work (1 when absent: it only
     has to be faster); `ready()`, which starts the executor if it has not
@@ -291,6 +292,9 @@ class BlockReader:
         clock: Seconds on a monotonic clock; a test may pass its own.
         meter: The consumer's time inside the pipeline (see `Meter`): with
             it, what the stages above the read cost per element counts too.
+        thread_pool: Makes the executor of the `threads`, once reading is
+            seen to wait (threads of given names, say); a `ThreadExecutor`
+            by default.
     """
 
     def __init__(
@@ -304,6 +308,7 @@ class BlockReader:
         read_while_starting: bool | None = None,
         clock: Callable[[], float] = time.perf_counter,
         meter: Meter | None = None,
+        thread_pool: Callable[[], Executor] | None = None,
     ) -> None:
         self.dataset = dataset
         self.length = dataset.length
@@ -316,6 +321,7 @@ class BlockReader:
         self.error: Exception | None = None  # raised by the next read
         self.ready: tuple[int, list[Any]] | None = None  # a block read, not handed out yet
         self.executor = executor
+        self.thread_pool = thread_pool
         self.owned = False  # whether the reader made its executor (threads): closed when idle
         self.adaptive = adaptive
         self.read_while_starting = adaptive if read_while_starting is None else read_while_starting
@@ -453,7 +459,10 @@ class BlockReader:
         if self.reads_ahead or not (self.threads or self.executor):
             return
         if self.executor is None:
-            self.executor = ThreadExecutor(self.dataset, self.threads, self.buffer)
+            pool = self.thread_pool
+            self.executor = (
+                ThreadExecutor(self.dataset, self.threads, self.buffer) if pool is None else pool()
+            )
             self.owned = True
         self.judged = False
         if seconds_per_element is not None:
@@ -531,11 +540,13 @@ class BlockReader:
             if not self.pending:
                 self._read_here()
         elif self.adaptive and self._executor_loses(waited, len(block), seconds):
-            if self.owned:  # threads: what they have not started is dropped, and read here
+            if self.owned and not getattr(self.executor, "keeps_blocks", False):
+                # Threads: what they have not started is dropped, and read here.
                 self._drop_pending()
                 self.position = first + len(block)
                 self._read_here()
-            else:  # processes, actors: what they read is taken, and they are left idle
+            else:  # processes, actors, named threads: what they read is taken (see
+                # `ThreadExecutor.keeps_blocks`), and they are left idle
                 self.draining = True
                 if not self.pending:
                     self._read_here()
@@ -729,6 +740,10 @@ class ThreadExecutor:
 
     task_seconds = 0.002
     required_gain = _REQUIRED_GAIN
+    keeps_blocks = False
+    """Whether a reader that takes the work back takes the blocks sent too, read or not: a
+    reader's thread pool may say so (`BlockReader`'s `thread_pool`) where no position may be
+    read twice; these threads' blocks not started are dropped, and read by the consumer."""
 
     def __init__(self, dataset: Dataset[Any], threads: int, buffer: int) -> None:
         self.dataset = dataset

@@ -8,6 +8,7 @@ with the other argument checks).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import operator
 from collections.abc import Iterator
@@ -68,11 +69,10 @@ class FromDatasetStream(Stream[T]):
 
     def open(self, state: records.DatasetPosition) -> Cursor:
         reads = self.reads
+        named = None  # threads of Grain's names read ahead, once reading is seen to wait
         if isinstance(reads, InNamedThreads):
-            executor = NamedThreadsExecutor(reads, self.buffer)
-            reader = BlockReader(reads, state.position, buffer=self.buffer, executor=executor)
-        else:
-            reader = BlockReader(reads, state.position, self.threads, self.buffer)
+            named = functools.partial(NamedThreadsExecutor, reads, self.buffer)
+        reader = BlockReader(reads, state.position, self.threads, self.buffer, thread_pool=named)
         checked = self.check.active and not self.allow_nones
         if checked and upstream_holes(self.dataset) is not None:
             stage = f"{self.describe_stage()} skipping filtered positions"
