@@ -754,13 +754,13 @@ class ThreadExecutor:
         self._finalizer = weakref.finalize(self, _shutdown, self.pool)
 
     def submit(self, first: int, stop: int) -> Task:
-        return _ThreadTask(self.pool.submit(_read_in_thread, self.dataset, first, stop))
+        return ThreadTask(self.pool.submit(read_in_thread, self.dataset, first, stop))
 
     def close(self) -> None:
         self._finalizer()
 
 
-class _BlockReadError(Exception):
+class BlockReadError(Exception):
     """A block a thread read, with the error that stopped it: raised in the thread, not returned.
 
     The pool's work item lets go of what its function raises, but a frame of
@@ -775,18 +775,19 @@ class _BlockReadError(Exception):
         self.result = result
 
 
-def _read_in_thread(dataset: Dataset[Any], first: int, stop: int) -> Result:
+def read_in_thread(dataset: Dataset[Any], first: int, stop: int) -> Result:
+    """`read_timed`, for a thread's task: a failed read is raised (see `BlockReadError`)."""
     result = read_timed(dataset, first, stop)
     if result[1] is None:
         return result
     try:
-        raise _BlockReadError(result)
+        raise BlockReadError(result)
     finally:  # held by this frame, the result's error would hold it back
         del result
 
 
-class _ThreadTask:
-    """A block read in a thread: its future's result, or the result of the read that failed."""
+class ThreadTask:
+    """A block read in a thread (`read_in_thread`): its result, or that of the read that failed."""
 
     def __init__(self, future: concurrent.futures.Future[Result]) -> None:
         self.future = future
@@ -794,7 +795,7 @@ class _ThreadTask:
     def result(self) -> Result:
         try:
             return self.future.result()
-        except _BlockReadError as failed:
+        except BlockReadError as failed:
             return failed.result
         finally:  # the future holds what it raised, whose traceback holds this frame
             del self

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.core.blocks import Result, read_timed
+from grainfn._src.core.blocks import ThreadTask, read_in_thread
 from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
 
 T = TypeVar("T")
@@ -222,50 +222,10 @@ class NamedThreadsExecutor:
         self.dataset = dataset
         self.max_tasks = validate.check_positive_int(buffer, "buffer")
 
-    def submit(self, first: int, stop: int) -> _Task:
+    def submit(self, first: int, stop: int) -> ThreadTask:
         """Reads positions `[first, stop)` in one of the threads."""
-        return _Task(self.dataset.threads.submit(_read, self.dataset.parent, first, stop))
+        threads = self.dataset.threads
+        return ThreadTask(threads.submit(read_in_thread, self.dataset.parent, first, stop))
 
     def close(self) -> None:
         """Nothing to stop: the threads are the dataset's (the reader cancels its blocks)."""
-
-
-class _ReadError(Exception):
-    """A block read with the error that stopped it, raised out of the thread, not returned.
-
-    Returned, the error would hold its traceback, which holds the thread's
-    frames, which hold the future that holds the result: a cycle only the
-    garbage collector frees.
-    """
-
-    def __init__(self, result: Result) -> None:
-        super().__init__()
-        self.result = result
-
-
-def _read(dataset: Dataset[Any], first: int, stop: int) -> Result:
-    result = read_timed(dataset, first, stop)
-    if result[1] is None:
-        return result
-    try:
-        raise _ReadError(result)
-    finally:  # held by this frame, the result's error would hold it back
-        del result
-
-
-class _Task:
-    """A block read ahead: its future's result, or the result of the read that failed."""
-
-    def __init__(self, future: concurrent.futures.Future[Result]) -> None:
-        self.future = future
-
-    def result(self) -> Result:
-        try:
-            return self.future.result()
-        except _ReadError as failed:
-            return failed.result
-        finally:  # the future holds what it raised, whose traceback holds this frame
-            del self
-
-    def cancel(self) -> bool:
-        return self.future.cancel()
