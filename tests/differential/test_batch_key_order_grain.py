@@ -21,7 +21,6 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from absl import flags
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
@@ -87,12 +86,6 @@ def test_batched_dicts_have_grains_key_order(
     data = [element(template, i) for i in range(count)]
     ours, theirs = read_both(kind, data, size, drop)
     assert_same_batches(ours, theirs)
-
-
-@pytest.fixture
-def absl_flags_parsed() -> None:
-    if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
-        flags.FLAGS.mark_as_parsed()
 
 
 @pytest.mark.usefixtures("absl_flags_parsed")

@@ -18,7 +18,6 @@ from typing import Any
 import grain
 import orbax.checkpoint as ocp
 import pytest
-from absl import flags
 from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
 
@@ -88,12 +87,6 @@ class Double(grain.transforms.Map):
 class OurDouble(grainfn.transforms.Map):
     def map(self, x: int) -> int:
         return 2 * x
-
-
-@pytest.fixture
-def absl_flags_parsed() -> None:
-    if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
-        flags.FLAGS.mark_as_parsed()
 
 
 @pytest.mark.usefixtures("absl_flags_parsed")

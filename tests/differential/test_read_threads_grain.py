@@ -19,23 +19,16 @@ import grain
 import grain.python
 import numpy as np
 import pytest
-from absl import flags
 
 import grainfn
 import grainfn.python
 
 from support.loader_specs import assert_same_elements
 
-pytestmark = pytest.mark.grain
+pytestmark = [pytest.mark.grain, pytest.mark.usefixtures("absl_flags_parsed")]
 
 RECORDS = 10
 """Records per shard."""
-
-
-@pytest.fixture(autouse=True)
-def absl_flags_parsed() -> None:
-    if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
-        flags.FLAGS.mark_as_parsed()
 
 
 def shard(number: int) -> list[dict[str, Any]]:

@@ -22,7 +22,6 @@ import grain
 import jax
 import numpy as np
 import pytest
-from absl import flags
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -35,15 +34,9 @@ from support.loader_specs import assert_same_elements, build_loader, loader_spec
 from support.pipelines import build_grain_stream, stream_specs
 from support.trees import assert_same_tree, element, templates
 
-pytestmark = pytest.mark.grain
+pytestmark = [pytest.mark.grain, pytest.mark.usefixtures("absl_flags_parsed")]
 
 LIMIT = 60
-
-
-@pytest.fixture(autouse=True)
-def absl_flags_parsed() -> None:
-    if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
-        flags.FLAGS.mark_as_parsed()
 
 
 def with_workers(module: Any, ds: Any, workers: int, buffer: int = 1) -> Any:
