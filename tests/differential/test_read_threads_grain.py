@@ -24,6 +24,7 @@ import grainfn
 import grainfn.python
 
 from support.loader_specs import assert_same_elements
+from support.reading import read_to_end
 
 pytestmark = [pytest.mark.grain, pytest.mark.usefixtures("absl_flags_parsed")]
 
@@ -91,20 +92,12 @@ def loader(module: Any, source: Any, workers: int, num_threads: int, **options: 
     )
 
 
-def read_all(iterable: Any) -> list[Any]:
-    iterator = iter(iterable)
-    out = list(iterator)
-    if hasattr(iterator, "close"):
-        iterator.close()
-    return out
-
-
 def test_one_read_thread_gives_maxtexts_records_as_grain() -> None:
     def batches(module: Any) -> list[Any]:
         source = ShardPerReadThread(1, length=RECORDS + 3)
         options = module.ReadOptions(num_threads=1, prefetch_buffer_size=128)
         ds = module.MapDataset.source(source).map(to_inputs(module)).to_iter_dataset(options)
-        return read_all(ds.batch(4))
+        return read_to_end(ds.batch(4))
 
     ours, theirs = batches(grainfn.python), batches(grain.python)
     assert_same_elements(ours, theirs)
@@ -115,7 +108,7 @@ def test_one_read_thread_gives_maxtexts_records_as_grain() -> None:
 def test_maxtexts_dataloader_reads_its_records_as_grain(workers: int) -> None:
     def batches(module: Any, **options: Any) -> list[Any]:
         source = ShardPerReadThread(1, length=2 * RECORDS)
-        return read_all(loader(module, source, workers, num_threads=1, **options))
+        return read_to_end(loader(module, source, workers, num_threads=1, **options))
 
     # Every read in the worker, as Grain's: the source's state is in one process.
     ours = batches(grainfn.python, **({"adaptive": False} if workers else {}))
@@ -152,11 +145,11 @@ def test_several_read_threads_read_the_same_records_as_grain(kind: str, num_thre
         if kind == "to_iter_dataset":
             options = module.ReadOptions(num_threads=num_threads)
             if num_threads == 16:  # Grain's default
-                return read_all(module.MapDataset.source(source))
-            return read_all(module.MapDataset.source(source).to_iter_dataset(options))
+                return read_to_end(module.MapDataset.source(source))
+            return read_to_end(module.MapDataset.source(source).to_iter_dataset(options))
         python = module.python
         sampler = python.IndexSampler(300, python.NoSharding(), shuffle=True, num_epochs=1, seed=3)
-        return read_all(
+        return read_to_end(
             python.DataLoader(
                 data_source=source,
                 sampler=sampler,
@@ -187,7 +180,7 @@ class Names:
 def test_the_reading_threads_are_named_as_grains(options: dict[str, int]) -> None:
     def names(module: Any) -> set[str]:
         ds = module.MapDataset.source(Names()).to_iter_dataset(module.ReadOptions(**options))
-        return set(read_all(ds))
+        return set(read_to_end(ds))
 
     expected = {"grain-prefetch_0"} if options.get("num_threads") else {"MainThread"}
     assert names(grainfn) == names(grain) == expected

@@ -32,6 +32,7 @@ from grainfn._src.loader.samplers import shard_length
 
 from support.loader_specs import assert_same_elements, build_loader, loader_specs
 from support.pipelines import build_grain_stream, stream_specs
+from support.reading import read_to_end
 from support.trees import assert_same_tree, element, templates
 
 pytestmark = [pytest.mark.grain, pytest.mark.usefixtures("absl_flags_parsed")]
@@ -223,15 +224,6 @@ def test_a_loader_state_of_another_worker_count_is_refused_saying_which() -> Non
 # --- The key order of what Grain's workers hand over ------------------------------------
 
 
-def handed_over(dataset: Any) -> list[Any]:
-    """Every element of `dataset` read to the end, the iterator closed."""
-    iterator = iter(dataset)
-    out = list(iterator)
-    if hasattr(iterator, "close"):
-        iterator.close()
-    return out
-
-
 def source(module: Any, data: list[Any]) -> Any:
     return module.MapDataset.source(data).to_iter_dataset()
 
@@ -254,8 +246,8 @@ def assert_same_trees(ours: list[Any], theirs: list[Any]) -> None:
 def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int) -> None:
     note(f"template = {template!r}")
     data = [element(template, i) for i in range(7)]
-    ours = handed_over(with_workers(grainfn, source(grainfn, data), workers))
-    theirs = handed_over(with_workers(grain, source(grain, data), workers))
+    ours = read_to_end(with_workers(grainfn, source(grainfn, data), workers))
+    theirs = read_to_end(with_workers(grain, source(grain, data), workers))
     assert_same_trees(ours, theirs)
 
 
@@ -280,8 +272,8 @@ def test_workers_hand_over_every_kind_of_node_as_grains(kind: str) -> None:
 
     def read_all(module: Any, **options: Any) -> list[Any]:
         if kind == "mp_prefetch":
-            return handed_over(with_workers(module, source(module, data), 2))
-        return handed_over(shuffled_loader(module, data, 2, **options))
+            return read_to_end(with_workers(module, source(module, data), 2))
+        return read_to_end(shuffled_loader(module, data, 2, **options))
 
     ours, theirs = read_all(grainfn, grain_worker_order=True), read_all(grain)
     assert_same_trees(ours, theirs)
@@ -296,11 +288,11 @@ def test_grainfns_own_workers_keep_each_elements_key_order(kind: str) -> None:
     data = [{"b": i, "a": {"d": i, "c": i}} for i in range(6)]
     if kind == "mp_prefetch":
         options = grainfn.MultiprocessingOptions(num_workers=2)
-        ours = handed_over(source(grainfn, data).mp_prefetch(options))
+        ours = read_to_end(source(grainfn, data).mp_prefetch(options))
         assert ours == data
     else:
-        ours = handed_over(shuffled_loader(grainfn, data, 2))
-        assert ours == handed_over(shuffled_loader(grainfn, data, 0))
+        ours = read_to_end(shuffled_loader(grainfn, data, 2))
+        assert ours == read_to_end(shuffled_loader(grainfn, data, 0))
     assert all(list(e) == ["b", "a"] and list(e["a"]) == ["d", "c"] for e in ours)
 
 
