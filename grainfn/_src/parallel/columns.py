@@ -203,11 +203,12 @@ class Columns:
             if kind is None:
                 columns.append(next(objects))
                 continue
-            array = self.arrays[leaf]
-            rows = [array[i, ...] for i in range(self.count)]  # 0-d rows stay arrays
-            small = array.nbytes < self.inline_bytes * self.count
-            columns.append([row.copy() for row in rows] if small else rows)
-        if len(self.spec) == 2 and self.spec[0] == "array":  # the common case: arrays alone
+            array = self.arrays[leaf]  # rows as `array[i, ...]`: 0-d rows stay arrays
+            if array.nbytes < self.inline_bytes * self.count:
+                columns.append([array[i, ...].copy() for i in range(self.count)])
+            else:
+                columns.append([array[i, ...] for i in range(self.count)])
+        if self.spec[0] == "array":  # the common case: each element one array
             return columns[0]
         return [_build(self.spec, iter(leaves)) for leaves in zip(*columns)]
 
