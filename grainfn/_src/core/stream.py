@@ -126,6 +126,10 @@ class Stream(Generic[T, S]):
     reads_in_parent: ClassVar[bool] = False
     """Whether this stage reads its data in the parent process even under `mp_prefetch`
     (a leaf whose reads are not map-level: Parquet files, interleaved datasets)."""
+    executes_leaves: ClassVar[bool] = False
+    """Whether this stage reads its leaves elsewhere (worker processes, Ray actors):
+    `mp_prefetch`, `ray_prefetch`. A nested one gives way to the outer one, and
+    elastic shards and timing look through it."""
     spec_rule: ClassVar[str] = "unknown"
     """How `grainfn.fn.element_spec` infers this stage's elements: a key of
     `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""

@@ -186,7 +186,7 @@ def prefetch_of(stream: Any) -> Stream[Any] | None:
 
 def executes_leaves(stream: Any) -> bool:
     """Whether `stream` is a stage whose leaves are read elsewhere (worker processes, Ray)."""
-    return bool(getattr(stream, "executes_leaves", False))
+    return isinstance(stream, Stream) and stream.executes_leaves
 
 
 def _strided(ds: Dataset[Any], shard: int, num_shards: int) -> Dataset[Any]:

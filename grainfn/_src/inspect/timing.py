@@ -235,7 +235,7 @@ def _timed(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> An
 def _time_stage(node: Any, in_workers: bool, done: dict[tuple[int, bool], Any]) -> Any:
     if isinstance(node, Stream) and node.reads_in_parent:
         in_workers = False
-    if getattr(node, "executes_leaves", False) and getattr(node, "num_workers", 1) > 0:
+    if isinstance(node, Stream) and node.executes_leaves and getattr(node, "num_workers", 1) > 0:
         in_workers = True  # mp_prefetch with workers, or ray_prefetch: leaves read elsewhere
     if in_workers and isinstance(node, FromDatasetStream):
         return TimedStream(node, Counter(), WORKERS_NOTE)

@@ -195,8 +195,8 @@ def with_leaves(stream: Any, replace: Callable[[FromDatasetStream[Any]], Any]) -
         return stream
     if isinstance(stream, FromDatasetStream):
         return replace(stream)
-    if getattr(stream, "executes_leaves", False):
-        return with_leaves(stream.parent, replace)
+    if isinstance(stream, Stream) and stream.executes_leaves:
+        return with_leaves(stream.parents[0], replace)
     rebuilt = with_parents(stream, tuple(with_leaves(p, replace) for p in stream.parents))
     if rebuilt is None:
         raise TypeError(
