@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 import numpy as np
 
 from grainfn._src.core import validate
+from grainfn._src.core.spec_rule import SpecRule
 
 if TYPE_CHECKING:
     from grainfn._src.core.compiler import Compiler, Program
@@ -56,19 +57,24 @@ class Dataset(Generic[T]):
     makes_holes: ClassVar[bool] = False
     """Whether this stage may put None at positions its parents fill (filter, flat_map)."""
     transparent: ClassVar[bool] = False
-    """Whether this stage changes how a pipeline runs, not what it yields (timing): no line
-    in the pipeline's description."""
-    spec_rule: ClassVar[str] = "unknown"
-    """How `grainfn.fn.element_spec` infers this stage's elements: a key of
-    `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+    """Whether this stage changes how a pipeline runs, not what it yields.
+
+    Timing: no line in the pipeline's description."""
+    spec_rule: ClassVar[SpecRule] = SpecRule.UNKNOWN
+    """How `grainfn.fn.element_spec` infers this stage's elements.
+
+    A member of `SpecRule`, done by `grainfn._src.inspect.element_spec.RULES`
+    (UNKNOWN: it cannot)."""
     device_refusal: ClassVar[str] = "this stage kind has no device form"
     """Why `fn.to_jax` cannot run this stage kind, where it has no `device_program`."""
     takes_wide_offsets: ClassVar[bool] = False
-    """Whether the program `device_program` makes also takes `Wide` offsets (32-bit
-    positions within an epoch past 2**32 - 1; see `grainfn._src.core.compiler`)."""
+    """Whether the program `device_program` makes also takes `Wide` offsets.
+
+    32-bit positions within an epoch past 2**32 - 1; see `grainfn._src.core.compiler`."""
     calls_functions: ClassVar[bool] = False
-    """Whether it calls a user function on its elements (map, map_with_index, random_map):
-    the host twin of `fn.to_jax` runs it compiled, as the device does (its floats round alike)."""
+    """Whether it calls a user function on its elements (map, map_with_index, random_map).
+
+    The host twin of `fn.to_jax` runs it compiled, as the device does (its floats round alike)."""
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         """This stage's device form: a jax program of its positions up to `bound`.
@@ -201,7 +207,7 @@ class IndexStage(OneParent[T]):
     sets another in `__post_init__`.
     """
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     def __post_init__(self) -> None:
         set_length(self, self.parent.length)

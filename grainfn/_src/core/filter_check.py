@@ -27,6 +27,7 @@ from typing import Any
 
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.rebuild import with_parents
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 
 WINDOW = 1000
@@ -179,7 +180,7 @@ class WithOptionsStream(PassThroughStream):
     """
 
     transparent = True
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     settings: tuple[tuple[str, Any], ...]
 

@@ -35,6 +35,7 @@ import numpy as np
 from grainfn._src.core import validate
 from grainfn._src.core.blocks import ThreadTask, read_in_thread
 from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
+from grainfn._src.core.spec_rule import SpecRule
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -175,7 +176,7 @@ class InNamedThreads(Dataset[T]):
     parent: Dataset[T]
     threads: NamedThreads
     transparent = True  # the parent's elements, read elsewhere
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     def __post_init__(self) -> None:
         set_length(self, self.parent.length)

@@ -24,6 +24,7 @@ from grainfn._src.core.dataset import INFINITE, Dataset, read_many, upstream_hol
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.iterator import StreamIterator
 from grainfn._src.core.read_threads import InNamedThreads, NamedThreads, NamedThreadsExecutor
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 T = TypeVar("T")
@@ -42,7 +43,7 @@ class FromDatasetStream(Stream[T]):
     state names.
     """
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     dataset: Dataset[T]
     allow_nones: bool = False

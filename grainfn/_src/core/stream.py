@@ -20,7 +20,9 @@ from typing_extensions import TypeVar
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import pipeline_lines
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import RandomStage
+from grainfn._src.core.spec_rule import SpecRule
 
 T = TypeVar("T")
 S = TypeVar("S", default=Any)
@@ -121,28 +123,37 @@ class Stream(Generic[T, S]):
     """A stream of elements `T` with explicit iteration state `S`. Build one with `grainfn.fn`."""
 
     transparent: ClassVar[bool] = False
-    """Whether this stage changes how a pipeline runs, not what it yields (mp_prefetch,
-    timing): no line in the pipeline's description, so states ignore it."""
+    """Whether this stage changes how a pipeline runs, not what it yields.
+
+    mp_prefetch, timing: no line in the pipeline's description, so states ignore it."""
     reads_in_parent: ClassVar[bool] = False
-    """Whether this stage reads its data in the parent process even under `mp_prefetch`
-    (a leaf whose reads are not map-level: Parquet files, interleaved datasets)."""
+    """Whether this stage reads its data in the parent process even under `mp_prefetch`.
+
+    A leaf whose reads are not map-level: Parquet files, interleaved datasets."""
     executes_leaves: ClassVar[bool] = False
-    """Whether this stage reads its leaves elsewhere (worker processes, Ray actors):
-    `mp_prefetch`, `ray_prefetch`. A nested one gives way to the outer one, and
+    """Whether this stage reads its leaves elsewhere (worker processes, Ray actors).
+
+    `mp_prefetch`, `ray_prefetch`: a nested one gives way to the outer one, and
     elastic shards and timing look through it."""
-    spec_rule: ClassVar[str] = "unknown"
-    """How `grainfn.fn.element_spec` infers this stage's elements: a key of
-    `grainfn._src.inspect.element_spec.RULES` ("unknown": it cannot)."""
+    spec_rule: ClassVar[SpecRule] = SpecRule.UNKNOWN
+    """How `grainfn.fn.element_spec` infers this stage's elements.
+
+    A member of `SpecRule`, done by `grainfn._src.inspect.element_spec.RULES`
+    (UNKNOWN: it cannot)."""
     grain_keys: ClassVar[GrainKeys | None] = None
-    """How this stage's state record reads as Grain's state of the stage (see
-    `grainfn._src.core.grain_keys`); None where its state is its parent's, or
+    """How this stage's state record reads as Grain's state of the stage.
+
+    See `grainfn._src.core.grain_keys`; None where its state is its parent's, or
     where Grain's state of the stage is not counters over its parent's."""
-    next_index_rule: ClassVar[str | None] = None
-    """How Grain's `get_next_index` and `set_next_index` cross this stage: a key of
-    `grainfn._src.grain_states.next_index.RULES` (None: its position is not one index)."""
+    next_index_rule: ClassVar[NextIndexRule | None] = None
+    """How Grain's `get_next_index` and `set_next_index` cross this stage.
+
+    A member of `NextIndexRule`, done by `grainfn._src.grain_states.next_index.RULES`
+    (None: its position is not one index)."""
     random_stage: ClassVar[RandomStage | None] = None
-    """How `grainfn.testing`'s random pipelines draw this stage (see
-    `grainfn._src.core.random_stage`); None: by a rule of their own, or not at all."""
+    """How `grainfn.testing`'s random pipelines draw this stage.
+
+    See `grainfn._src.core.random_stage`; None: by a rule of their own, or not at all."""
 
     @property
     def parents(self) -> tuple[Any, ...]:

@@ -32,6 +32,7 @@ from grainfn._src.core.compiler import Compiler, Program
 from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.reading import from_dataset
 from grainfn._src.core.rebuild import with_parents
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Stream
 from grainfn._src.device import step_states
 from grainfn._src.index.device_ints import IntMode, UnrepresentableError, require
@@ -112,7 +113,7 @@ class CompiledStage(Dataset[Any]):
     """
 
     transparent = True  # the same positions and states, computed as on device
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     stage: Dataset[Any]
     bits: int

@@ -29,6 +29,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.reading import as_stream
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 
 
@@ -37,7 +38,7 @@ class PutOnDeviceStream(PassThroughStream):
     """`jax.device_put(element, device)` for each element of the parent, `ahead` in flight."""
 
     transparent = True  # the same elements, on a device; the same states
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     device: Any
     ahead: int = 0

@@ -23,6 +23,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.blocks import BlockSizer
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
@@ -52,7 +53,7 @@ class ElasticState(NamedTuple):
 class ElasticStream(Stream[Any]):
     """One host's rows of each global batch: `rows_per_shard` elements of each of its shards."""
 
-    spec_rule = "batched"
+    spec_rule = SpecRule.BATCHED
 
     components: tuple[Stream[Any], ...]
     layout: Layout

@@ -3,10 +3,10 @@
 The index is the position of the next element of the map-level dataset the
 pipeline reads (`from_dataset`), counted in the units of the stages above it:
 a batch counts batches. Each stage says how the index crosses it with its
-class attribute `next_index_rule`, a key of `RULES`: its state is its
-parent's ("parent": map, seed), it counts what it passed on ("counter":
-limit, random_map, map_with_index), it groups ("batch"), or it is an
-interleave, whose index is that of its one dataset ("interleave", as in
+class attribute `next_index_rule`, a `NextIndexRule` that `RULES` does: its
+state is its parent's (PARENT: map, seed), it counts what it passed on
+(COUNTER: limit, random_map, map_with_index), it groups (BATCH), or it is an
+interleave, whose index is that of its one dataset (INTERLEAVE, as in
 Grain). Stages that change how a pipeline runs, not what it yields
 (mp_prefetch, timing), pass it on. For any other stage (a stream filter, a
 mix, packing, an interleave of more datasets) both functions raise
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.core.stream import Stream
@@ -61,14 +62,13 @@ def _rule(stream: Any) -> tuple[Get, Set]:
     if isinstance(stream, FromDatasetStream):
         return _position
     if stream.transparent and len(stream.parents) == 1:  # mp_prefetch, timing: same state
-        return RULES["parent"]
-    rule = RULES.get(stream.next_index_rule)
-    if rule is None:
+        return RULES[NextIndexRule.PARENT]
+    if stream.next_index_rule is None:
         raise NotImplementedError(
             f"get_next_index and set_next_index cannot express the position of the stage "
             f"{stream.describe_stage()!r} as one index; use get_state and set_state."
         )
-    return rule
+    return RULES[stream.next_index_rule]
 
 
 def _dataset_position(stream: FromDatasetStream[Any], index: int) -> DatasetPosition:
@@ -109,21 +109,21 @@ _position: tuple[Get, Set] = (
     lambda stream, state, index: _dataset_position(stream, index),
 )
 
-RULES: dict[str | None, tuple[Get, Set]] = {
-    "parent": (
+RULES: dict[NextIndexRule, tuple[Get, Set]] = {
+    NextIndexRule.PARENT: (
         lambda stream, state: next_index(stream.parents[0], state),
         lambda stream, state, index: at_next_index(stream.parents[0], state, index),
     ),
-    "counter": (
+    NextIndexRule.COUNTER: (
         lambda stream, state: next_index(stream.parent, state.parent),
         lambda stream, state, index: type(state)(
             index, at_next_index(stream.parent, state.parent, index)
         ),
     ),
-    "batch": (
+    NextIndexRule.BATCH: (
         lambda stream, state: -(-next_index(stream.parent, state) // stream.batch_size),
         lambda stream, state, index: at_next_index(stream.parent, state, index * stream.batch_size),
     ),
-    "interleave": (_interleave_get, _interleave_set),
+    NextIndexRule.INTERLEAVE: (_interleave_get, _interleave_set),
 }
-"""How the index crosses a stage, by its `next_index_rule`: `(get, set)`."""
+"""How the index crosses a stage, by its `next_index_rule`: `(get, set)` for every member."""

@@ -38,6 +38,7 @@ import numpy as np
 from grainfn._src.core import pytree as tree
 from grainfn._src.core.arguments import core_of
 from grainfn._src.core.dataset import Dataset, function_name
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Stream
 from grainfn._src.stages.batch import batch_and_pad, sorted_keys
 
@@ -130,8 +131,9 @@ def get_element_spec(ds: Any) -> Any:
 def element_spec(value: Any) -> Any:
     """The element spec of a core value (see the module doc), by the rule its stage declares.
 
-    Each stage class names its rule in its `spec_rule` attribute, one of
-    `RULES`; a stage with none ("unknown") raises NotImplementedError.
+    Each stage class names its rule in its `spec_rule` attribute, a member of
+    `SpecRule` that `RULES` does; a stage with none (UNKNOWN) raises
+    NotImplementedError.
 
     Examples:
         >>> from grainfn import fn
@@ -143,10 +145,9 @@ def element_spec(value: Any) -> Any:
             f"element_spec takes a grainfn Dataset or Stream, got {value!r} of type "
             f"{type(value).__name__}."
         )
-    rule = RULES.get(value.spec_rule)
-    if rule is None:
+    if not value.spec_rule.infers:
         raise _not_implemented(value.describe_stage())
-    return rule(value)
+    return RULES[value.spec_rule](value)
 
 
 def _parent_spec(stage: Any) -> Any:
@@ -253,14 +254,14 @@ def _not_implemented(stage: str) -> NotImplementedError:
     )
 
 
-RULES: dict[str, Callable[[Any], Any]] = {
-    "parent": _parent_spec,
-    "range": _range,
-    "object": _object,
-    "first_dataset": _first_dataset,
-    "zipped": _zipped,
-    "mapped": _mapped_spec,
-    "batched": _batched_spec,
-    "rebatched": _rebatched,
+RULES: dict[SpecRule, Callable[[Any], Any]] = {
+    SpecRule.PARENT: _parent_spec,
+    SpecRule.RANGE: _range,
+    SpecRule.OBJECT: _object,
+    SpecRule.FIRST_DATASET: _first_dataset,
+    SpecRule.ZIPPED: _zipped,
+    SpecRule.MAPPED: _mapped_spec,
+    SpecRule.BATCHED: _batched_spec,
+    SpecRule.REBATCHED: _rebatched,
 }
-"""The spec rules a stage may name in its `spec_rule`; "unknown" (the default) has none."""
+"""What each spec rule a stage may declare does: every `SpecRule` that infers one."""

@@ -28,6 +28,7 @@ from grainfn._src.core.blocks import BlockReader, Executor, Meter
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
@@ -39,7 +40,7 @@ T = TypeVar("T")
 class PrefetchedStream(PassThroughStream):
     """The parent stream, its dataset reads done ahead by `num_workers` processes."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     num_workers: int
     buffer_per_worker: int = 1

@@ -21,6 +21,7 @@ from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.blocks import Meter
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.prefetch import PoolCursor, PooledLeaf, collect_leaves, with_leaves
@@ -33,7 +34,7 @@ T = TypeVar("T")
 class RayPrefetchedStream(PassThroughStream):
     """The parent stream, its dataset reads done by the actors of `pool`."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
     transparent = True  # the same elements and states, read elsewhere
     executes_leaves = True  # a nested mp_prefetch or ray_prefetch gives way to it
 

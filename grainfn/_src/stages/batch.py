@@ -24,6 +24,8 @@ from grainfn._src.core.dataset import (
     set_length,
     upstream_holes,
 )
+from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, state_of
 from grainfn._src.index import slicing, wide
 from grainfn._src.index.device_ints import Split, parent_bound, wide_offsets
@@ -38,7 +40,7 @@ T = TypeVar("T")
 class BatchedDataset(OneParent):
     """Consecutive elements of each epoch, batched; epochs are batched separately."""
 
-    spec_rule = "batched"
+    spec_rule = SpecRule.BATCHED
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     batch_size: int
@@ -205,8 +207,10 @@ def _parent_positions(starts: np.ndarray, stops: np.ndarray, sizes: np.ndarray) 
 class BatchedStream(PassThroughStream):
     """Consecutive elements batched; a short last batch unless `drop_remainder`."""
 
-    spec_rule = "batched"
-    next_index_rule = "batch"  # batches begun: a short last batch counts as one, as in Grain
+    spec_rule = SpecRule.BATCHED
+    next_index_rule = (
+        NextIndexRule.BATCH
+    )  # batches begun: a short last batch counts as one, as in Grain
 
     batch_size: int
     drop_remainder: bool = False

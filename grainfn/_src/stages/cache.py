@@ -18,6 +18,7 @@ from typing import Any
 import toolz
 
 from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 
 
@@ -45,7 +46,7 @@ class CachedStream(PassThroughStream):
     """The parent's elements, kept in memory by the state they are read from."""
 
     transparent = True  # the parent's elements and states
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     memory: _Memory = dataclasses.field(default_factory=_Memory, compare=False)
 

@@ -19,6 +19,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import ElementStage, function_name, read_each
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,
@@ -41,7 +42,7 @@ class FilteredDataset(ElementStage[Any]):
         "ds) runs on device, and the step can mask what keep rejects"
     )
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     predicate: Callable[[Any], Any]
     makes_holes = True
@@ -81,7 +82,7 @@ class FilteredDataset(ElementStage[Any]):
 class FilteredStream(PassThroughStream):
     """Drops the elements where `predicate` is false; a None (allowed hole) passes untouched."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     predicate: Callable[[Any], Any]
     check: FilterCheck = NO_CHECK

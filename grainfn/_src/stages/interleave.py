@@ -29,7 +29,9 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_data_list
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.reading import FromDatasetStream
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.stages.sources import RangeDataset
 
@@ -74,7 +76,7 @@ class _Interleaved(Stream[Any, InterleaveState]):
     """What both kinds of interleave share: the slots, the state and the cursor."""
 
     cycle_length: int  # a field of each subclass
-    next_index_rule: ClassVar[str | None] = "interleave"  # of one dataset only, as in Grain
+    next_index_rule = NextIndexRule.INTERLEAVE  # of one dataset only, as in Grain
 
     @property
     def count(self) -> int:
@@ -133,7 +135,7 @@ class _Interleaved(Stream[Any, InterleaveState]):
 class InterleavedStream(_Interleaved):
     """Round robin over `cycle_length` of the `components` at a time (see the module doc)."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     components: tuple[Stream[Any], ...]
     cycle_length: int
@@ -162,7 +164,7 @@ class InterleavedDatasetsStream(_Interleaved):
     (`reads_in_parent`).
     """
 
-    spec_rule = "first_dataset"
+    spec_rule = SpecRule.FIRST_DATASET
 
     datasets: Dataset[Any]
     cycle_length: int

@@ -11,6 +11,8 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 
 T = TypeVar("T")
@@ -28,12 +30,12 @@ class LimitState(NamedTuple, Generic[records.Parent]):
 class LimitedStream(WrappingStream[Any, LimitState[Any]]):
     """At most `count` elements of the parent."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     count: int
     record = LimitState
     grain_keys = GrainKeys("LimitIterDataset", LimitState, (("count_elements_read", "taken"),))
-    next_index_rule = "counter"
+    next_index_rule = NextIndexRule.COUNTER
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)

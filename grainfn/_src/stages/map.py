@@ -26,6 +26,8 @@ from grainfn._src.core.dataset import (
     read_each,
 )
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import (
     BaseCursor,
     Cursor,
@@ -47,7 +49,7 @@ T = TypeVar("T")
 class MappedDataset(ElementStage[Any]):
     """`fn(element)` for every element."""
 
-    spec_rule = "mapped"
+    spec_rule = SpecRule.MAPPED
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -95,7 +97,7 @@ class MappedDataset(ElementStage[Any]):
 class IndexMappedDataset(ElementStage[Any]):
     """`fn(index, element)` for every element."""
 
-    spec_rule = "mapped"
+    spec_rule = SpecRule.MAPPED
     calls_functions = True
 
     fn: Callable[[int, Any], Any]
@@ -146,8 +148,8 @@ class IndexMappedDataset(ElementStage[Any]):
 class MappedStream(PassThroughStream):
     """`fn(element)` for every element."""
 
-    spec_rule = "mapped"
-    next_index_rule = "parent"
+    spec_rule = SpecRule.MAPPED
+    next_index_rule = NextIndexRule.PARENT
 
     fn: Callable[[Any], Any]
 
@@ -209,7 +211,7 @@ class CountingStream(WrappingStream[Any, IndexedState[Any]]):
     """Base of stages that count the elements they pass on, in a IndexedState."""
 
     record = IndexedState
-    next_index_rule = "counter"
+    next_index_rule = NextIndexRule.COUNTER
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)
@@ -224,7 +226,7 @@ class CountingStream(WrappingStream[Any, IndexedState[Any]]):
 class IndexMappedStream(CountingStream):
     """`fn(n, element)` for the n-th element of the stream."""
 
-    spec_rule = "mapped"
+    spec_rule = SpecRule.MAPPED
     grain_keys = GrainKeys("IterDataset.map_with_index", IndexedState, (("counter", "seen"),))
 
     fn: Callable[[int, Any], Any]

@@ -14,6 +14,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_components
 from grainfn._src.core.compiler import NotOnDeviceError, Program
 from grainfn._src.core.dataset import INFINITE, Dataset, ParentIndex, set_length
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing, wide
 from grainfn._src.index.device_ints import (
@@ -35,7 +36,7 @@ T = TypeVar("T")
 class _Selection(Dataset[Any]):
     """Base of stages that route each position to one of several components."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     components: tuple[Dataset[Any], ...]
 
@@ -301,7 +302,7 @@ class MixState(NamedTuple):
 class MixedStream(Stream[Any]):
     """Interleaves component streams in fixed proportions; stops when the one due runs out."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     components: tuple[Stream[Any], ...]
     weights: tuple[float, ...]

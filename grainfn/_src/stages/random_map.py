@@ -21,6 +21,7 @@ from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.compiler import NotOnDeviceError, Program, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, Stream
 from grainfn._src.index import jax_keys, wide
 from grainfn._src.index.device_ints import Split
@@ -48,7 +49,7 @@ def _rng_suffix(rng: str) -> str:
 class RandomMappedDataset(ElementStage[Any]):
     """`fn(element, rng)` where `rng` depends only on (seed, index)."""
 
-    spec_rule = "mapped"
+    spec_rule = SpecRule.MAPPED
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -115,7 +116,7 @@ class RandomMappedDataset(ElementStage[Any]):
 class RandomMappedStream(CountingStream):
     """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
 
-    spec_rule = "mapped"
+    spec_rule = SpecRule.MAPPED
     grain_keys = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
 
     fn: Callable[[Any, Any], Any]

@@ -14,6 +14,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.index import slicing
 from grainfn._src.index.device_ints import Split, split, whole_position
@@ -94,7 +95,7 @@ class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
     looping forever.
     """
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     num_epochs: int | None
     record = RepeatState

@@ -11,6 +11,8 @@ import toolz
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import IndexStage
+from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 
 if TYPE_CHECKING:
@@ -48,8 +50,8 @@ class SeededDataset(IndexStage[T]):
 class SeededStream(PassThroughStream):
     """Passes elements through and seeds the random stages downstream of it."""
 
-    spec_rule = "parent"
-    next_index_rule = "parent"
+    spec_rule = SpecRule.PARENT
+    next_index_rule = NextIndexRule.PARENT
 
     seed: int
 

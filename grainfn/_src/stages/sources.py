@@ -19,6 +19,7 @@ from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.compiler import NotOnDeviceError, Program, device_array
 from grainfn._src.core.dataset import Dataset, function_name, read_each, set_length
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.index.device_ints import offset_bound, require
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class RangeDataSource:
 class RangeDataset(Dataset[int]):
     """The integers of `range(start, stop, step)`, repeated every epoch."""
 
-    spec_rule = "range"
+    spec_rule = SpecRule.RANGE
 
     start: int
     stop: int
@@ -322,7 +323,7 @@ class ObjectDataset(Dataset[Any]):
 
     device_refusal = "its elements come from a Python object's __getitem__, which jax cannot trace"
 
-    spec_rule = "object"
+    spec_rule = SpecRule.OBJECT
 
     obj: Any
     inputs: tuple[Dataset[Any], ...] = ()

@@ -31,6 +31,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
 
 _POLL = 0.1  # seconds between checks that the other side is still there
@@ -45,7 +46,7 @@ class ThreadPrefetchedStream(PassThroughStream):
     """The parent's elements, read ahead by one background thread, `buffer_size` at most."""
 
     transparent = True  # same elements, same states
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
 
     buffer_size: int
 

@@ -19,6 +19,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.dataset import IndexStage
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.index import slicing, windows
 from grainfn._src.index.device_ints import Split, parent_bound
@@ -109,7 +110,7 @@ def window_order(window: list[Any], seed: int) -> list[Any]:
 class WindowShuffledStream(OneParentStream[Any, WindowShuffleState[Any]]):
     """The parent's elements, shuffled within windows of `window_size` (see the module doc)."""
 
-    spec_rule = "parent"
+    spec_rule = SpecRule.PARENT
     grain_keys = GrainKeys(
         "WindowShuffleIterDataset",
         WindowShuffleState,

@@ -24,6 +24,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_data_list
 from grainfn._src.core.dataset import INFINITE, Dataset, set_length
+from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import slicing
 
@@ -69,7 +70,7 @@ class ZippedDataset(Dataset[tuple[Any, ...]]):
 
     device_refusal = "zip has no device form yet; map over one dataset that holds both"
 
-    spec_rule = "zipped"
+    spec_rule = SpecRule.ZIPPED
 
     components: tuple[Dataset[Any], ...]
 
@@ -111,7 +112,7 @@ class ZippedStream(Stream[tuple[Any, ...]]):
     the others, after the last full tuple.
     """
 
-    spec_rule = "zipped"
+    spec_rule = SpecRule.ZIPPED
 
     components: tuple[Stream[Any], ...]
     strict: bool = False
