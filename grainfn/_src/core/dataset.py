@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
-from grainfn._src.core import validate
+from grainfn._src.core import declarations, validate
 from grainfn._src.core.spec_rule import SpecRule
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class Dataset(Generic[T]):
     """
 
     length: int = dataclasses.field(init=False)
+    # The declarations a stage class can make (see `grainfn._src.core.declarations`).
     makes_holes: ClassVar[bool] = False
     """Whether this stage may put None at positions its parents fill (filter, flat_map)."""
     transparent: ClassVar[bool] = False
@@ -75,6 +76,11 @@ class Dataset(Generic[T]):
     """Whether it calls a user function on its elements (map, map_with_index, random_map).
 
     The host twin of `fn.to_jax` runs it compiled, as the device does (its floats round alike)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Checks a new stage class's declarations when it is made (`declarations.check`)."""
+        super().__init_subclass__(**kwargs)
+        declarations.check(cls, Dataset)
 
     def device_program(self, compiler: Compiler, bound: int) -> Program:
         """This stage's device form: a jax program of its positions up to `bound`.

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, Protocol
 
 from typing_extensions import TypeVar
 
+from grainfn._src.core import declarations
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import pipeline_lines
 from grainfn._src.core.grain_keys import GrainKeys
@@ -122,6 +123,7 @@ class BaseCursor:
 class Stream(Generic[T, S]):
     """A stream of elements `T` with explicit iteration state `S`. Build one with `grainfn.fn`."""
 
+    # The declarations a stage class can make (see `grainfn._src.core.declarations`).
     transparent: ClassVar[bool] = False
     """Whether this stage changes how a pipeline runs, not what it yields.
 
@@ -154,6 +156,11 @@ class Stream(Generic[T, S]):
     """How `grainfn.testing`'s random pipelines draw this stage.
 
     See `grainfn._src.core.random_stage`; None: by a rule of their own, or not at all."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Checks a new stage class's declarations when it is made (`declarations.check`)."""
+        super().__init_subclass__(**kwargs)
+        declarations.check(cls, Stream)
 
     @property
     def parents(self) -> tuple[Any, ...]:

@@ -1,0 +1,157 @@
+"""The declarations a stage can make: hooks declared once on a base, checked when a stage is made.
+
+A hook is a class attribute of a base (`Stream`, `Dataset`) that the rest of
+grainfn reads to know a kind of stage: how `element_spec` infers its elements,
+how Grain's state reads it, whether it runs elsewhere. The base declares each
+hook once, as an annotated `ClassVar` with its default as value and a
+docstring right after it whose first line says what it means:
+
+    spec_rule: ClassVar[SpecRule] = SpecRule.UNKNOWN
+    \"\"\"How `grainfn.fn.element_spec` infers this stage's elements.\"\"\"
+
+A stage class declares a hook by setting the attribute. The base's
+`__init_subclass__` calls `check` once per class, when the class is made (at
+import): a name close to a hook's that is not one (`spec_rul`), or a hook set
+to a value of another type (a `spec_rule` given a string), raises TypeError
+naming the class. Reading a hook stays a plain attribute read.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import functools
+import inspect
+import types
+import typing
+from typing import Any, cast
+
+_CLOSE = 0.85
+"""How alike a name must be to a hook's to be taken for a misspelling of it (difflib's
+ratio; `trace_parent` and `transparent`, two names of the package, are 0.78 alike)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Hook:
+    """One declaration a stage may make: a class attribute its base declares.
+
+    Attributes:
+        name: The attribute's name.
+        base: The class that declares it (`Stream` or `Dataset`).
+        allowed: The type its value must have (a union, for `X | None`).
+        default: Its value on the base: what a stage that does not declare it has.
+        doc: What it means, in one line (the first line of its docstring).
+
+    Examples:
+        >>> from grainfn._src.core.stream import Stream
+        >>> hook = next(h for h in hooks(Stream) if h.name == "transparent")
+        >>> hook.allowed, hook.default
+        (<class 'bool'>, False)
+    """
+
+    name: str
+    base: type
+    allowed: Any
+    default: Any
+    doc: str
+
+
+def hooks(base: type) -> tuple[Hook, ...]:
+    """The hooks `base` declares, in the order it declares them, each with its doc.
+
+    Examples:
+        >>> from grainfn._src.core.dataset import Dataset
+        >>> [hook.name for hook in hooks(Dataset)][:2]
+        ['makes_holes', 'transparent']
+    """
+    docs = _docs(base)
+    return tuple(
+        Hook(name, base, allowed, vars(base)[name], docs.get(name, ""))
+        for name, allowed in _allowed(base).items()
+    )
+
+
+def check(kind: type, base: type) -> None:
+    """Raises TypeError where the class `kind` misdeclares a hook of its base `base`.
+
+    Each attribute `kind` sets itself is checked: a hook must hold a value of
+    its type, and a name that is not a hook must not be close to one.
+
+    Raises:
+        TypeError: naming `kind`, the attribute and what is allowed.
+
+    Examples:
+        >>> from grainfn._src.core.stream import Stream
+        >>> class Spelt:  # what a subclass of Stream would set
+        ...     spec_rul = None
+        >>> check(Spelt, Stream)
+        Traceback (most recent call last):
+        ...
+        TypeError: Spelt declares spec_rul, which is no declaration of a Stream; did you mean ...
+    """
+    allowed = _allowed(base)
+    own = vars(kind)
+    for name in (*own, *own.get("__annotations__", ())):
+        if name in allowed:
+            if name in own and not isinstance(own[name], allowed[name]):
+                raise TypeError(
+                    f"{kind.__qualname__} declares {name} = {own[name]!r}, of type "
+                    f"{type(own[name]).__name__}; {base.__name__}.{name} takes "
+                    f"{type_name(allowed[name])}."
+                )
+        elif not name.startswith("__"):
+            meant = _misspelt(name, tuple(allowed))
+            if meant is not None:
+                raise TypeError(
+                    f"{kind.__qualname__} declares {name}, which is no declaration of a "
+                    f"{base.__name__}; did you mean {meant}? The declarations of a "
+                    f"{base.__name__} are {', '.join(allowed)}."
+                )
+
+
+def type_name(allowed: Any) -> str:
+    """`allowed`, a type or a union of types, as a message names it.
+
+    Examples:
+        >>> type_name(int | None)
+        'int or None'
+    """
+    if isinstance(allowed, types.UnionType) or typing.get_origin(allowed) is typing.Union:
+        return " or ".join(type_name(member) for member in typing.get_args(allowed))
+    return "None" if allowed is type(None) else allowed.__qualname__
+
+
+@functools.cache
+def _allowed(base: type) -> dict[str, Any]:
+    """The hooks of `base` (its own annotated ClassVars), each with the type it allows."""
+    own = vars(base).get("__annotations__", {})
+    hints = typing.get_type_hints(base)
+    return {
+        name: typing.get_args(hints[name])[0]
+        for name in own
+        if typing.get_origin(hints[name]) is typing.ClassVar
+    }
+
+
+@functools.cache
+def _misspelt(name: str, names: tuple[str, ...]) -> str | None:
+    """The one of `names` that `name` is a misspelling of, if any."""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=_CLOSE)
+    return close[0] if close else None
+
+
+def _docs(base: type) -> dict[str, str]:
+    """The first line of the docstring after each annotated attribute of `base`'s source."""
+    body = cast(ast.ClassDef, ast.parse(inspect.getsource(base)).body[0])
+    docs = {}
+    for statement, after in zip(body.body, body.body[1:]):
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[statement.target.id] = inspect.cleandoc(after.value.value).splitlines()[0]
+    return docs
