@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 import numpy as np
 
 from grainfn._src.core import declarations, validate
+from grainfn._src.core.random_stage import RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 
 if TYPE_CHECKING:
@@ -76,6 +77,10 @@ class Dataset(Generic[T]):
     """Whether it calls a user function on its elements (map, map_with_index, random_map).
 
     The host twin of `fn.to_jax` runs it compiled, as the device does (its floats round alike)."""
+    random_stage: ClassVar[RandomStage | tuple[RandomStage, ...] | None] = None
+    """How `grainfn.testing`'s random pipelines draw this stage.
+
+    See `grainfn._src.core.random_stage`; None: they do not draw it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Checks a new stage class's declarations when it is made (`declarations.check`)."""
@@ -358,3 +363,27 @@ def _check_index(index: Any) -> int:
     if index > validate.INT64_MAX:
         raise IndexError(f"index must be at most 2**63 - 1, got {index}.")
     return index
+
+
+def dataset_kinds() -> list[type[Dataset[Any]]]:
+    """The dataset stage classes grainfn's imported modules define, by qualified name.
+
+    A user's own subclasses are left out: declarations on these describe the library.
+
+    Examples:
+        >>> from grainfn._src.stages.shuffle import ShuffledDataset
+        >>> ShuffledDataset in dataset_kinds()
+        True
+    """
+    return library_subclasses(Dataset)
+
+
+def library_subclasses(base: type[Any]) -> list[type[Any]]:
+    """`base` and its subclasses that grainfn's imported modules define, by qualified name."""
+    found: list[type[Any]] = []
+    bases: list[type[Any]] = [base]
+    while bases:
+        kind = bases.pop()
+        found += [kind] if kind.__module__.startswith("grainfn.") else []
+        bases += kind.__subclasses__()
+    return sorted(set(found), key=lambda kind: (kind.__module__, kind.__qualname__))

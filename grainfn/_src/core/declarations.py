@@ -94,7 +94,7 @@ def check(kind: type, base: type) -> None:
     own = vars(kind)
     for name in (*own, *own.get("__annotations__", ())):
         if name in allowed:
-            if name in own and not isinstance(own[name], allowed[name]):
+            if name in own and not holds(own[name], allowed[name]):
                 raise TypeError(
                     f"{kind.__qualname__} declares {name} = {own[name]!r}, of type "
                     f"{type(own[name]).__name__}; {base.__name__}.{name} takes "
@@ -110,6 +110,21 @@ def check(kind: type, base: type) -> None:
                 )
 
 
+def holds(value: Any, allowed: Any) -> bool:
+    """Whether `value` has the type `allowed`: a class, a union, or `tuple[X, ...]`.
+
+    Examples:
+        >>> holds((1, 2), tuple[int, ...]), holds((1, "2"), int | tuple[int, ...])
+        (True, False)
+    """
+    if isinstance(allowed, types.UnionType) or typing.get_origin(allowed) is typing.Union:
+        return any(holds(value, member) for member in typing.get_args(allowed))
+    if typing.get_origin(allowed) is tuple:
+        (member, _) = typing.get_args(allowed)
+        return isinstance(value, tuple) and all(holds(item, member) for item in value)
+    return isinstance(value, allowed)
+
+
 def type_name(allowed: Any) -> str:
     """`allowed`, a type or a union of types, as a message names it.
 
@@ -119,6 +134,8 @@ def type_name(allowed: Any) -> str:
     """
     if isinstance(allowed, types.UnionType) or typing.get_origin(allowed) is typing.Union:
         return " or ".join(type_name(member) for member in typing.get_args(allowed))
+    if typing.get_origin(allowed) is tuple:
+        return f"a tuple of {type_name(typing.get_args(allowed)[0])}"
     return "None" if allowed is type(None) else allowed.__qualname__
 
 

@@ -1,31 +1,148 @@
 """How random pipelines hold a stage: a declaration a stage module makes for property tests.
 
-A stream stage that declares `random_stage` on its class joins the random
-pipelines of `grainfn.testing` (`stream_specs`, `testing.streams()`) with
-nothing else edited: a spec of it is `(function, *arguments)`, and its
-pipeline is `getattr(grainfn.fn, function)(*arguments, data)` with each
-argument drawn and resolved by its kind (`grainfn._src.testing.specs.ARGUMENTS`).
+Every stage that the random pipelines of `grainfn.testing` draw declares
+`random_stage` on its own class (a Dataset stage or a Stream stage), and
+nothing else lists it: `grainfn._src.testing.specs` finds the declarations
+(`declared_kinds`) and draws from them. A spec of a stage is
+`(name, *values)`, and its pipeline is
+`getattr(grainfn.fn, function)(*arguments, data, **keywords)`, each argument
+drawn and resolved by its kind (`grainfn._src.testing.specs.ARGUMENTS`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+from typing import Any
+
+
+class ArgumentKind(enum.Enum):
+    """A kind of argument a random pipeline draws for a stage, and what it becomes.
+
+    Most kinds hold one value in a spec; `SLICE` holds three (start, stop,
+    step), and `INDEX_MAP`, `KEY_MAP` and `JAX_RNG` none (they are one value).
+    """
+
+    PREDICATE = "predicate"
+    """A predicate, named in the spec: one of the `filters` of the pipeline's functions."""
+    MAP = "map"
+    """An element function `f(x)`, named in the spec: one of the `maps`."""
+    RANDOM_MAP = "random_map"
+    """A function `f(x, rng)` of a numpy Generator, named in the spec: one of the `random_maps`."""
+    KEY_MAP = "key_map"
+    """`f(x, key)` of a `jax.random` key (the device's draws), where the functions allow it."""
+    INDEX_MAP = "index_map"
+    """`f(index, x)` on integers, where the functions allow it."""
+    SEED = "seed"
+    """A seed in [0, 2**32)."""
+    OPTIONAL_SEED = "optional_seed"
+    """A seed in [0, 2**32), or None (the pipeline's seed)."""
+    COUNT = "count"
+    """A number of elements, 1 to 30."""
+    EPOCHS = "epochs"
+    """A number of epochs, 1 to 3."""
+    OPTIONAL_EPOCHS = "optional_epochs"
+    """A number of epochs, 1 to 3, or None (endless)."""
+    WINDOW = "window"
+    """A window size, 1 to 12."""
+    BATCH_SIZE = "batch_size"
+    """A batch size, 1 to 5."""
+    FLAG = "flag"
+    """True or False."""
+    SLICE = "slice"
+    """A `slice`, held in the spec as its start, stop and step (each may be None)."""
+    POSITIONS = "positions"
+    """Positions to read, 1 to 6 of them, taken modulo the data's length."""
+    JAX_RNG = "jax_rng"
+    """The name "jax": draws from `jax.random` keys (`random_map`'s `rng`)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class RandomStage:
-    """A stage's function in `grainfn.fn` and the kinds of its arguments before the data.
+    """How the random pipelines of `grainfn.testing` draw a stage, declared on its class.
+
+    The stage is built as `getattr(grainfn.fn, function)(*arguments, data,
+    **keywords)`. Its level (a map-level or a stream stage) is its class's:
+    a Dataset stage's declaration is drawn in dataset pipelines, a Stream
+    stage's in streams. A class declares one, or a tuple of them where it is
+    drawn in several forms (`random_map` with numpy draws, and with jax keys).
 
     Attributes:
         function: The stage's function in `grainfn.fn`.
-        arguments: The kinds of its arguments, in order: keys of
-            `grainfn._src.testing.specs.ARGUMENTS` ("predicate", "map", "seed",
-            "count").
+        arguments: The kinds of its arguments before the data, in order.
+        keywords: Pairs `(keyword, kind)` of its keyword arguments after the data.
+        in_grain: Whether Grain has the stage and gives the same elements: the
+            differential tests build every stage drawn with `grain_only=True`
+            with Grain too.
+        name: The stage's name in a spec, `function` unless given (two forms
+            of one function need two names).
 
     Examples:
-        >>> RandomStage("take_while", ("predicate",)).function
-        'take_while'
+        >>> stage = RandomStage("take_while", (ArgumentKind.PREDICATE,))
+        >>> stage.name, stage.kinds(), stage.in_grain
+        ('take_while', (<ArgumentKind.PREDICATE: 'predicate'>,), False)
+        >>> RandomStage("shuffle", keywords=(("seed", ArgumentKind.OPTIONAL_SEED),)).kinds()
+        (<ArgumentKind.OPTIONAL_SEED: 'optional_seed'>,)
     """
 
     function: str
-    arguments: tuple[str, ...]
+    arguments: tuple[ArgumentKind, ...] = ()
+    keywords: tuple[tuple[str, ArgumentKind], ...] = ()
+    in_grain: bool = False
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.function, str) or not self.function.isidentifier():
+            raise ValueError(
+                f"RandomStage function must be the name of a function of grainfn.fn, "
+                f"got {self.function!r}."
+            )
+        bad = [kind for kind in self.arguments if not isinstance(kind, ArgumentKind)]
+        if bad or not isinstance(self.arguments, tuple):
+            raise TypeError(
+                f"RandomStage {self.function!r} arguments must be a tuple of ArgumentKind "
+                f"(one of {[kind.name for kind in ArgumentKind]}), got {self.arguments!r}."
+            )
+        for pair in self.keywords:
+            if not (
+                isinstance(pair, tuple)
+                and len(pair) == 2
+                and isinstance(pair[0], str)
+                and pair[0].isidentifier()
+                and isinstance(pair[1], ArgumentKind)
+            ):
+                raise TypeError(
+                    f"RandomStage {self.function!r} keywords must be pairs (keyword, "
+                    f"ArgumentKind), got {pair!r}."
+                )
+        if not self.name:
+            object.__setattr__(self, "name", self.function)
+
+    def kinds(self) -> tuple[ArgumentKind, ...]:
+        """The kinds of all its arguments, in the order a spec holds their values."""
+        return (*self.arguments, *(kind for _, kind in self.keywords))
+
+
+def random_stages(kind: type[Any]) -> tuple[RandomStage, ...]:
+    """The declarations `kind` makes itself (not those it inherits), as a tuple.
+
+    Raises:
+        TypeError: where its `random_stage` is not a RandomStage, a tuple of
+            them or None, naming the class.
+
+    Examples:
+        >>> class Stage:
+        ...     random_stage = RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True)
+        >>> class Child(Stage):
+        ...     pass
+        >>> [stage.name for stage in random_stages(Stage)], random_stages(Child)
+        (['limit'], ())
+    """
+    declared = vars(kind).get("random_stage")
+    stages = declared if isinstance(declared, tuple) else (() if declared is None else (declared,))
+    if not all(isinstance(stage, RandomStage) for stage in stages):
+        raise TypeError(
+            f"{kind.__qualname__}.random_stage must be a RandomStage, a tuple of them or "
+            f"None, got {declared!r}."
+        )
+    return stages

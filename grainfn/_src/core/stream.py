@@ -19,7 +19,7 @@ from typing_extensions import TypeVar
 
 from grainfn._src.core import declarations
 from grainfn._src.core import state as records
-from grainfn._src.core.dataset import pipeline_lines
+from grainfn._src.core.dataset import library_subclasses, pipeline_lines
 from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import RandomStage
@@ -152,10 +152,10 @@ class Stream(Generic[T, S]):
 
     A member of `NextIndexRule`, done by `grainfn._src.grain_states.next_index.RULES`
     (None: its position is not one index)."""
-    random_stage: ClassVar[RandomStage | None] = None
+    random_stage: ClassVar[RandomStage | tuple[RandomStage, ...] | None] = None
     """How `grainfn.testing`'s random pipelines draw this stage.
 
-    See `grainfn._src.core.random_stage`; None: by a rule of their own, or not at all."""
+    See `grainfn._src.core.random_stage`; None: they do not draw it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Checks a new stage class's declarations when it is made (`declarations.check`)."""
@@ -276,13 +276,7 @@ def stage_kinds() -> list[type[Stream[Any]]]:
         >>> LimitedStream in stage_kinds()
         True
     """
-    found: list[type[Stream[Any]]] = []
-    bases: list[type[Stream[Any]]] = [Stream]
-    while bases:
-        kind = bases.pop()
-        found += [kind] if kind.__module__.startswith("grainfn.") else []
-        bases += kind.__subclasses__()
-    return sorted(set(found), key=lambda kind: (kind.__module__, kind.__qualname__))
+    return library_subclasses(Stream)
 
 
 def reads_in_processes(cursor: Cursor) -> bool:

@@ -25,6 +25,7 @@ from grainfn._src.core.dataset import (
     upstream_holes,
 )
 from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream, state_of
 from grainfn._src.index import slicing, wide
@@ -41,6 +42,9 @@ class BatchedDataset(OneParent):
     """Consecutive elements of each epoch, batched; epochs are batched separately."""
 
     spec_rule = SpecRule.BATCHED
+    random_stage = RandomStage(
+        "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
+    )
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     batch_size: int
@@ -211,6 +215,9 @@ class BatchedStream(PassThroughStream):
     next_index_rule = (
         NextIndexRule.BATCH
     )  # batches begun: a short last batch counts as one, as in Grain
+    random_stage = RandomStage(
+        "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
+    )
 
     batch_size: int
     drop_remainder: bool = False

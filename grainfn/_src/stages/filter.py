@@ -19,6 +19,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import ElementStage, function_name, read_each
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import (
     BaseCursor,
@@ -36,6 +37,7 @@ T = TypeVar("T")
 class FilteredDataset(ElementStage[Any]):
     """Keeps elements where `predicate(element)` is true and puts None elsewhere."""
 
+    random_stage = RandomStage("filter", (ArgumentKind.PREDICATE,), in_grain=True)
     device_refusal = (
         "a filter leaves empty positions (None), so a position no longer names an element "
         "of a fixed shape. Keep the predicate as data instead: fn.map(lambda x: (x, keep(x)), "
@@ -83,6 +85,7 @@ class FilteredStream(PassThroughStream):
     """Drops the elements where `predicate` is false; a None (allowed hole) passes untouched."""
 
     spec_rule = SpecRule.PARENT
+    random_stage = RandomStage("filter", (ArgumentKind.PREDICATE,), in_grain=True)
 
     predicate: Callable[[Any], Any]
     check: FilterCheck = NO_CHECK

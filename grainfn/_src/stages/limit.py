@@ -12,6 +12,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 
@@ -31,6 +32,7 @@ class LimitedStream(WrappingStream[Any, LimitState[Any]]):
     """At most `count` elements of the parent."""
 
     spec_rule = SpecRule.PARENT
+    random_stage = RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True)
 
     count: int
     record = LimitState

@@ -27,6 +27,7 @@ from grainfn._src.core.dataset import (
 )
 from grainfn._src.core.grain_keys import GrainKeys
 from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import (
     BaseCursor,
@@ -50,6 +51,7 @@ class MappedDataset(ElementStage[Any]):
     """`fn(element)` for every element."""
 
     spec_rule = SpecRule.MAPPED
+    random_stage = RandomStage("map", (ArgumentKind.MAP,), in_grain=True)
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -98,6 +100,7 @@ class IndexMappedDataset(ElementStage[Any]):
     """`fn(index, element)` for every element."""
 
     spec_rule = SpecRule.MAPPED
+    random_stage = RandomStage("map_with_index", (ArgumentKind.INDEX_MAP,), in_grain=True)
     calls_functions = True
 
     fn: Callable[[int, Any], Any]
@@ -150,6 +153,7 @@ class MappedStream(PassThroughStream):
 
     spec_rule = SpecRule.MAPPED
     next_index_rule = NextIndexRule.PARENT
+    random_stage = RandomStage("map", (ArgumentKind.MAP,), in_grain=True)
 
     fn: Callable[[Any], Any]
 
@@ -227,6 +231,7 @@ class IndexMappedStream(CountingStream):
     """`fn(n, element)` for the n-th element of the stream."""
 
     spec_rule = SpecRule.MAPPED
+    random_stage = RandomStage("map_with_index", (ArgumentKind.INDEX_MAP,), in_grain=True)
     grain_keys = GrainKeys("IterDataset.map_with_index", IndexedState, (("counter", "seen"),))
 
     fn: Callable[[int, Any], Any]

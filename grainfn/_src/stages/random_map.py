@@ -21,6 +21,7 @@ from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.compiler import NotOnDeviceError, Program, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, Stream
 from grainfn._src.index import jax_keys, wide
@@ -50,6 +51,20 @@ class RandomMappedDataset(ElementStage[Any]):
     """`fn(element, rng)` where `rng` depends only on (seed, index)."""
 
     spec_rule = SpecRule.MAPPED
+    random_stage = (
+        RandomStage(
+            "random_map",
+            (ArgumentKind.RANDOM_MAP,),
+            (("seed", ArgumentKind.OPTIONAL_SEED),),
+            in_grain=True,
+        ),
+        RandomStage(  # jax keys, the device's draws: Grain has none
+            "random_map",
+            (ArgumentKind.KEY_MAP,),
+            (("seed", ArgumentKind.SEED), ("rng", ArgumentKind.JAX_RNG)),
+            name="random_map_jax",
+        ),
+    )
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -117,6 +132,12 @@ class RandomMappedStream(CountingStream):
     """`fn(element, rng)`; the n-th element's rng depends only on (seed, n)."""
 
     spec_rule = SpecRule.MAPPED
+    random_stage = RandomStage(
+        "random_map",
+        (ArgumentKind.RANDOM_MAP,),
+        (("seed", ArgumentKind.OPTIONAL_SEED),),
+        in_grain=True,
+    )
     grain_keys = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
 
     fn: Callable[[Any, Any], Any]

@@ -14,6 +14,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
 from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
 from grainfn._src.index import slicing
@@ -29,6 +30,12 @@ T = TypeVar("T")
 class RepeatedDataset(IndexStage[T]):
     """The parent repeated `num_epochs` times (None: forever)."""
 
+    random_stage = RandomStage(
+        "repeat",
+        (ArgumentKind.OPTIONAL_EPOCHS,),
+        (("reseed_each_epoch", ArgumentKind.FLAG),),
+        in_grain=True,
+    )
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     num_epochs: int | None
@@ -96,6 +103,7 @@ class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
     """
 
     spec_rule = SpecRule.PARENT
+    random_stage = RandomStage("repeat", (ArgumentKind.EPOCHS,), in_grain=True)
 
     num_epochs: int | None
     record = RepeatState

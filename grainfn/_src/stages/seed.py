@@ -12,6 +12,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import IndexStage
 from grainfn._src.core.next_index_rule import NextIndexRule
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 
@@ -25,6 +26,7 @@ T = TypeVar("T")
 class SeededDataset(IndexStage[T]):
     """Passes elements through and seeds the random stages downstream of it."""
 
+    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     seed: int
@@ -52,6 +54,7 @@ class SeededStream(PassThroughStream):
 
     spec_rule = SpecRule.PARENT
     next_index_rule = NextIndexRule.PARENT
+    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
 
     seed: int
 

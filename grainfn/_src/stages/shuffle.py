@@ -11,6 +11,7 @@ import toolz
 
 from grainfn._src.core.arguments import as_dataset, op_seed
 from grainfn._src.core.dataset import Dataset, IndexStage
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.index import slicing
 from grainfn._src.index.device_ints import Split, parent_bound, require
 from grainfn._src.index.shuffle import shuffle_index, shuffle_indices
@@ -25,6 +26,10 @@ T = TypeVar("T")
 @dataclasses.dataclass(frozen=True, repr=False)
 class ShuffledDataset(IndexStage[T]):
     """A new pseudorandom permutation of the parent in every epoch."""
+
+    random_stage = RandomStage(
+        "shuffle", keywords=(("seed", ArgumentKind.OPTIONAL_SEED),), in_grain=True
+    )
 
     seed: int
 

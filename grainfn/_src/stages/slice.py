@@ -13,6 +13,7 @@ import toolz
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.dataset import Dataset, IndexStage, set_length
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.index import slicing
 from grainfn._src.index.device_ints import Split, parent_bound
 
@@ -25,6 +26,8 @@ T = TypeVar("T")
 @dataclasses.dataclass(frozen=True, repr=False)
 class SlicedDataset(IndexStage[T]):
     """The parent's positions `start, start + step, ...`, epoch by epoch."""
+
+    random_stage = RandomStage("slice", (ArgumentKind.SLICE,), in_grain=True)
 
     start: int
     step: int
@@ -65,6 +68,9 @@ class SlicedDataset(IndexStage[T]):
 @dataclasses.dataclass(frozen=True, repr=False)
 class PositionsDataset(IndexStage[T]):
     """The parent's positions listed in `positions`, epoch by epoch."""
+
+    # Grain reads the same positions through select_from_datasets with a table.
+    random_stage = RandomStage("slice", (ArgumentKind.POSITIONS,), in_grain=True, name="take")
 
     positions: tuple[int, ...]
 

@@ -19,7 +19,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_stream
 from grainfn._src.core.dataset import function_name
-from grainfn._src.core.random_stage import RandomStage
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream, element_before
 
@@ -39,7 +39,7 @@ class TakenWhileStream(OneParentStream[Any, TakeWhileState[Any]]):
     """The parent's elements while `predicate` accepts them."""
 
     spec_rule = SpecRule.PARENT
-    random_stage = RandomStage("take_while", ("predicate",))
+    random_stage = RandomStage("take_while", (ArgumentKind.PREDICATE,))
 
     predicate: Callable[[Any], Any]
 

@@ -4,8 +4,8 @@ Like `grainfn._src.testing.specs`, a spec is a tuple of plain values that
 hypothesis shrinks and prints; `build_device_dataset` turns one into a
 dataset. The heads cover the device's sources (range, rows of int32, int8,
 uint8 and bfloat16, dicts of rows, lists and tuples of items), and the stages
-every stage kind with a device form, endless repeats and shared-draw
-random_maps included.
+every declared stage (`random_stage`) with a device form, endless repeats and
+shared-draw random_maps included.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.testing.specs import INTEGERS, apply_op, draw_op, seeds
+from grainfn._src.testing.specs import MAPS, Functions, apply_op, declared_kinds, sample_op, seeds
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
 """Device heads: `range`; a source of rows of a dtype; a dict of two row arrays; a list or
@@ -61,19 +61,27 @@ def device_dataset_specs(
     return (head, *ops)
 
 
+DEVICE = Functions(MAPS, {}, {}, with_index=True, jax_draws=True)
+"""The element functions of device pipelines: maps, `map_with_index` and jax-keyed draws,
+on integers, with the same results on host and device."""
+
+
 @st.composite
 def device_op(
     draw: Any, batch: bool = True, elements: bool = True, with_index: bool = True
 ) -> tuple[Any, ...]:
-    """One map-level stage spec that runs on device.
+    """One map-level stage spec that runs on device: of a stage with a device form.
 
     No batch unless `batch`; no element function (map, random_map with jax
     keys) unless `elements`, and no map_with_index unless also `with_index`.
     """
-    functions = ["map", "random_map_jax"] + (["map_with_index"] if with_index else [])
-    kinds = ["seed", "shuffle", "window_shuffle", "slice", "take", "repeat"]
-    kinds += (functions if elements else []) + (["batch"] if batch else [])
-    op = draw_op(draw, kinds, INTEGERS, "dataset")
+    functions = Functions(
+        MAPS if elements else {}, {}, {}, with_index=elements and with_index, jax_draws=elements
+    )
+    kinds = declared_kinds(functions, "dataset", on_device=True)
+    if not batch:
+        kinds.pop("batch")
+    op = sample_op(draw, kinds, functions)
     return (*op[:2], True) if op[0] == "batch" else op  # remainders dropped: one shape
 
 
@@ -107,5 +115,5 @@ def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
     else:
         ds = device_source(head[0], head[1])
     for op in ops:
-        ds = apply_op(op, ds)
+        ds = apply_op(op, ds, DEVICE)
     return ds

@@ -2,21 +2,25 @@
 
 A spec is a plain tuple, e.g. `(("range", 10), ("seed", 3), ("shuffle", None),
 ("batch", 4, False))`: a head (`range`, `mix` or `concatenate` of sub-specs)
-then stages. `build_dataset` and `build_stream` turn a spec into grainfn values;
-the stage functions are module-level, so built pipelines pickle.
+then stages. The stages are those that declare `random_stage` in their own
+modules (`grainfn._src.core.random_stage`), found by `declared_kinds`; each
+stage's spec holds the values of its arguments, drawn by their kinds
+(`ARGUMENTS`). `build_dataset` and `build_stream` turn a spec into grainfn
+values; the stage functions are module-level, so built pipelines pickle.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import strategies as st
 
 from grainfn import fn
-from grainfn._src.core.dataset import INFINITE, Dataset
+from grainfn._src.core.dataset import INFINITE, Dataset, dataset_kinds
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
 from grainfn._src.core.stream import Stream, stage_kinds
 
 
@@ -74,8 +78,10 @@ FILTERS = {"keep_mostly": keep_mostly, "keep_even": keep_even}
 class Functions:
     """The element functions random pipelines draw from, by name.
 
-    An empty table leaves its stage kind out; `with_index` says whether
-    `map_with_index` (with `with_index`, on integers) may appear.
+    An empty table leaves out the stages whose arguments name one of it;
+    `with_index` says whether `map_with_index` (with `with_index`, on
+    integers) may appear, and `jax_draws` whether `random_map` with jax keys
+    (`add_key_draw`, on integers: the device's pipelines) may.
     """
 
     maps: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=lambda: MAPS)
@@ -86,12 +92,7 @@ class Functions:
         default_factory=lambda: FILTERS
     )
     with_index: bool = True
-
-    def element_kinds(self) -> list[str]:
-        """The element stage kinds these functions allow."""
-        tables = (("map", self.maps), ("random_map", self.random_maps), ("filter", self.filters))
-        kinds = [kind for kind, table in tables if table]
-        return kinds + (["map_with_index"] if self.with_index else [])
+    jax_draws: bool = False
 
 
 INTEGERS = Functions()
@@ -103,164 +104,179 @@ optional_seeds = st.one_of(st.none(), seeds)
 Draw = Callable[..., Any]
 """Hypothesis's `draw` of a composite strategy."""
 
-
-@dataclasses.dataclass(frozen=True)
-class Kind:
-    """A stage random pipelines hold: how its spec's arguments are drawn, how it is built.
-
-    `draw(draw, functions, level)` gives the arguments (`level` is "dataset"
-    or "stream"); `build(data, arguments, functions)` applies the stage.
-    """
-
-    draw: Callable[[Draw, Functions, str], tuple[Any, ...]]
-    build: Callable[[Any, tuple[Any, ...], Functions], Any]
-
-
-def _slice_arguments(draw: Draw, functions: Functions, level: str) -> tuple[Any, ...]:
-    bound = st.one_of(st.none(), st.integers(-12, 12))
-    step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
-    return (draw(bound), draw(bound), draw(step))
-
-
-def _repeat_arguments(draw: Draw, functions: Functions, level: str) -> tuple[Any, ...]:
-    if level == "stream":
-        return (draw(st.integers(1, 3)),)
-    return (draw(st.one_of(st.none(), st.integers(1, 3))), draw(st.booleans()))
-
-
-def _repeat(data: Any, arguments: tuple[Any, ...], functions: Functions) -> Any:
-    if len(arguments) == 1:  # a stream's
-        return fn.repeat(arguments[0], data)
-    return fn.repeat(arguments[0], data, reseed_each_epoch=arguments[1])
-
-
-def _take(data: Any, arguments: tuple[Any, ...], functions: Functions) -> Any:
-    return fn.slice([p % data.length for p in arguments[0]] if data.length else [], data)
-
-
-def _named(table: str) -> Callable[[Draw, Functions, str], tuple[Any, ...]]:
-    """Draws the name of one of `functions`' `table` (maps, random_maps, filters)."""
-    return lambda draw, functions, level: (
-        draw(st.sampled_from(sorted(getattr(functions, table)))),
-    )
-
-
-KINDS: dict[str, Kind] = {
-    "seed": Kind(lambda draw, f, level: (draw(seeds),), lambda x, a, f: fn.seed(a[0], x)),
-    "shuffle": Kind(
-        lambda draw, f, level: (draw(optional_seeds),), lambda x, a, f: fn.shuffle(x, seed=a[0])
-    ),
-    "window_shuffle": Kind(
-        lambda draw, f, level: (draw(st.integers(1, 12)), draw(optional_seeds)),
-        lambda x, a, f: fn.window_shuffle(a[0], x, seed=a[1]),
-    ),
-    "slice": Kind(_slice_arguments, lambda x, a, f: fn.slice(slice(*a), x)),
-    "take": Kind(
-        lambda draw, f, level: (tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=6))),),
-        _take,
-    ),
-    "repeat": Kind(_repeat_arguments, _repeat),
-    "map": Kind(_named("maps"), lambda x, a, f: fn.map(f.maps[a[0]], x)),
-    "random_map": Kind(
-        lambda draw, f, level: (*_named("random_maps")(draw, f, level), draw(optional_seeds)),
-        lambda x, a, f: fn.random_map(f.random_maps[a[0]], x, seed=a[1]),
-    ),
-    "random_map_jax": Kind(
-        lambda draw, f, level: (draw(seeds),),
-        lambda x, a, f: fn.random_map(add_key_draw, x, seed=a[0], rng="jax"),
-    ),
-    "map_with_index": Kind(
-        lambda draw, f, level: (), lambda x, a, f: fn.map_with_index(with_index, x)
-    ),
-    "filter": Kind(_named("filters"), lambda x, a, f: fn.filter(f.filters[a[0]], x)),
-    "batch": Kind(
-        lambda draw, f, level: (draw(st.integers(1, 5)), draw(st.booleans())),
-        lambda x, a, f: fn.batch(a[0], x, drop_remainder=a[1]),
-    ),
-    "limit": Kind(
-        lambda draw, f, level: (draw(st.integers(1, 30)),), lambda x, a, f: fn.limit(a[0], x)
-    ),
-}
-"""Every stage random pipelines hold by a rule of their own, by its spec's name; a stage that
-declares `random_stage` in its module joins them through `declared_kinds`."""
-
-
-def _drop_level(
-    draw_arguments: Callable[[Draw, Functions, str], tuple[Any, ...]],
-) -> Callable[[Draw, Functions], Any]:
-    return lambda draw, functions: draw_arguments(draw, functions, "stream")[0]
+Level = Literal["dataset", "stream"]
+"""Where a stage is drawn: on a map-level dataset, or on a stream."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Argument:
-    """A kind of argument a declared stage takes: how it is drawn and what it becomes."""
+    """How random pipelines draw one kind of argument, and what a drawn value becomes.
 
-    draw: Callable[[Draw, Functions], Any]
-    resolve: Callable[[Any, Functions], Any]
-    table: str | None = None
-    """The table of `Functions` it names an entry of; empty, the stage is left out."""
+    Attributes:
+        values: The strategy of its values in a spec, a tuple of `width` of them.
+        resolve: `(values, functions, data) -> argument` of the stage's function.
+        allowed: Whether `functions` allow it (an empty table of them does not).
+        width: How many values a spec holds for it.
+    """
+
+    values: Callable[[Functions], st.SearchStrategy[tuple[Any, ...]]]
+    resolve: Callable[[tuple[Any, ...], Functions, Any], Any] = lambda values, f, data: values[0]
+    allowed: Callable[[Functions], bool] = lambda functions: True
+    width: int = 1
 
 
-ARGUMENTS: dict[str, Argument] = {
-    "predicate": Argument(
-        _drop_level(_named("filters")), lambda name, f: f.filters[name], "filters"
+def _one(strategy: st.SearchStrategy[Any]) -> Callable[[Functions], st.SearchStrategy[Any]]:
+    """Draws one value of `strategy`, whatever the functions."""
+    return lambda functions: st.tuples(strategy)
+
+
+def _named(table: str) -> Argument:
+    """The name of one of `functions`' `table` (maps, random_maps, filters); its function."""
+    return Argument(
+        lambda functions: st.tuples(st.sampled_from(sorted(getattr(functions, table)))),
+        lambda values, functions, data: getattr(functions, table)[values[0]],
+        lambda functions: bool(getattr(functions, table)),
+    )
+
+
+def _one_value(value: Any, allowed: Callable[[Functions], bool] = lambda f: True) -> Argument:
+    """An argument that is always `value`: a spec holds nothing for it."""
+    return Argument(lambda functions: st.just(()), lambda *_: value, allowed, width=0)
+
+
+def _positions(values: tuple[Any, ...], functions: Functions, data: Any) -> list[int]:
+    return [p % data.length for p in values[0]] if data.length else []
+
+
+_bound = st.one_of(st.none(), st.integers(-12, 12))
+_step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
+
+ARGUMENTS: dict[ArgumentKind, Argument] = {
+    ArgumentKind.PREDICATE: _named("filters"),
+    ArgumentKind.MAP: _named("maps"),
+    ArgumentKind.RANDOM_MAP: _named("random_maps"),
+    ArgumentKind.KEY_MAP: _one_value(add_key_draw, lambda functions: functions.jax_draws),
+    ArgumentKind.INDEX_MAP: _one_value(with_index, lambda functions: functions.with_index),
+    ArgumentKind.SEED: Argument(_one(seeds)),
+    ArgumentKind.OPTIONAL_SEED: Argument(_one(optional_seeds)),
+    ArgumentKind.COUNT: Argument(_one(st.integers(1, 30))),
+    ArgumentKind.EPOCHS: Argument(_one(st.integers(1, 3))),
+    ArgumentKind.OPTIONAL_EPOCHS: Argument(_one(st.one_of(st.none(), st.integers(1, 3)))),
+    ArgumentKind.WINDOW: Argument(_one(st.integers(1, 12))),
+    ArgumentKind.BATCH_SIZE: Argument(_one(st.integers(1, 5))),
+    ArgumentKind.FLAG: Argument(_one(st.booleans())),
+    ArgumentKind.SLICE: Argument(
+        lambda functions: st.tuples(_bound, _bound, _step),
+        lambda values, functions, data: slice(*values),
+        width=3,
     ),
-    "map": Argument(_drop_level(_named("maps")), lambda name, f: f.maps[name], "maps"),
-    "seed": Argument(lambda draw, f: draw(seeds), lambda value, f: value),
-    "count": Argument(lambda draw, f: draw(st.integers(1, 30)), lambda value, f: value),
+    ArgumentKind.POSITIONS: Argument(
+        _one(st.lists(st.integers(0, 5), min_size=1, max_size=6).map(tuple)), _positions
+    ),
+    ArgumentKind.JAX_RNG: _one_value("jax"),
 }
-"""The kinds of argument a stage's `random_stage` declaration names, by name."""
+"""How each kind of argument a stage's `random_stage` names is drawn and resolved."""
 
 
-def declared_kinds(functions: Functions = INTEGERS) -> dict[str, Kind]:
-    """The stream stages of grainfn that declare `random_stage`, as rows like KINDS', by name.
+def declared_stages(level: Level) -> list[tuple[type[Any], RandomStage]]:
+    """Every stage class of grainfn at `level` with each `random_stage` it declares itself.
 
-    A stage whose arguments name an empty table of `functions` is left out.
+    Raises:
+        ValueError: where two classes at one level declare the same name.
+
+    Examples:
+        >>> from grainfn._src.stages.limit import LimitedStream
+        >>> (LimitedStream, LimitedStream.random_stage) in declared_stages("stream")
+        True
+    """
+    kinds = dataset_kinds() if level == "dataset" else stage_kinds()
+    found = [(kind, stage) for kind in kinds for stage in random_stages(kind)]
+    named: dict[str, type[Any]] = {}
+    for kind, stage in found:
+        if named.setdefault(stage.name, kind) is not kind:
+            raise ValueError(
+                f"{named[stage.name].__qualname__} and {kind.__qualname__} both declare the "
+                f"{level} stage {stage.name!r}: give one a RandomStage name of its own."
+            )
+    return found
+
+
+def declared_kinds(
+    functions: Functions = INTEGERS,
+    level: Level = "stream",
+    grain_only: bool = False,
+    on_device: bool = False,
+) -> dict[str, RandomStage]:
+    """The stages random pipelines draw at `level`, from their declarations, by name.
+
+    Args:
+        functions: The element functions: a stage whose arguments they do not
+            allow (an empty table) is left out.
+        level: "dataset" for map-level stages, "stream" for stream stages.
+        grain_only: Only the stages Grain has as well (`in_grain`).
+        on_device: Only the stages with a device form (`fn.to_jax`).
 
     Examples:
         >>> "take_while" in declared_kinds()
         True
+        >>> "take_while" in declared_kinds(grain_only=True)
+        False
     """
-    found = {}
-    for kind in stage_kinds():
-        declared = kind.random_stage
-        if declared is None:
-            continue
-        arguments = [ARGUMENTS[name] for name in declared.arguments]
-        if all(a.table is None or getattr(functions, a.table) for a in arguments):
-            found[declared.function] = _declared_kind(declared.function, tuple(arguments))
-    return found
+    return {
+        stage.name: stage
+        for kind, stage in declared_stages(level)
+        if (stage.in_grain or not grain_only)
+        and (not on_device or kind.device_program is not Dataset.device_program)
+        and all(ARGUMENTS[argument].allowed(functions) for argument in stage.kinds())
+    }
 
 
-def _declared_kind(function: str, arguments: tuple[Argument, ...]) -> Kind:
-    def build(data: Any, values: tuple[Any, ...], functions: Functions) -> Any:
-        resolved = (a.resolve(value, functions) for a, value in zip(arguments, values))
-        return getattr(fn, function)(*resolved, data)
-
-    return Kind(lambda draw, f, level: tuple(a.draw(draw, f) for a in arguments), build)
-
-
-def draw_op(draw: Draw, kinds: list[str], functions: Functions, level: str) -> tuple[Any, ...]:
-    """A spec `(kind, *arguments)` of one of `kinds` (keys of KINDS or declared)."""
-    name = draw(st.sampled_from(kinds))
-    kind = KINDS.get(name) or declared_kinds(functions)[name]
-    return (name, *kind.draw(draw, functions, level))
+def sample_op(
+    draw: Draw, kinds: Mapping[str, RandomStage], functions: Functions
+) -> tuple[Any, ...]:
+    """A spec `(name, *values)` of one of `kinds` (from `declared_kinds`), its values drawn."""
+    name = draw(st.sampled_from(sorted(kinds)))
+    values = [draw(ARGUMENTS[kind].values(functions)) for kind in kinds[name].kinds()]
+    return (name, *(value for drawn in values for value in drawn))
 
 
 def apply_op(op: tuple[Any, ...], data: Any, functions: Functions = INTEGERS) -> Any:
-    """`data` through the stage of a spec from `draw_op`."""
-    name, *arguments = op
-    kind = KINDS.get(name) or declared_kinds(functions)[name]
-    return kind.build(data, tuple(arguments), functions)
+    """`data` through the stage of a spec from `sample_op`, found by its name at `data`'s level.
+
+    Raises:
+        ValueError: for a name no stage at that level declares, naming those that do.
+    """
+    name, *values = op
+    level: Level = "stream" if isinstance(data, Stream) else "dataset"
+    stages = {stage.name: stage for _, stage in declared_stages(level)}
+    if name not in stages:
+        raise ValueError(f"No {level} stage declares {name!r}; those that do: {sorted(stages)}.")
+    stage = stages[name]
+    arguments = [ARGUMENTS[kind] for kind in stage.kinds()]
+    if len(values) != sum(argument.width for argument in arguments):
+        widths = ", ".join(f"{k.value}: {a.width}" for k, a in zip(stage.kinds(), arguments))
+        raise ValueError(
+            f"The spec {op!r} must hold {sum(a.width for a in arguments)} values after its "
+            f"name, by the kinds of {name!r}'s arguments ({widths or 'none'})."
+        )
+    resolved = []
+    for argument in arguments:
+        resolved.append(argument.resolve(tuple(values[: argument.width]), functions, data))
+        values = values[argument.width :]
+    positional, keywords = resolved[: len(stage.arguments)], resolved[len(stage.arguments) :]
+    named = {keyword: value for (keyword, _), value in zip(stage.keywords, keywords)}
+    return getattr(fn, stage.function)(*positional, data, **named)
 
 
 @st.composite
 def unary_op(
     draw: Any, allow_batch: bool = True, functions: Functions = INTEGERS
 ) -> tuple[Any, ...]:
-    """One map-level stage spec."""
-    kinds = ["seed", "shuffle", "slice", "take", "repeat", *functions.element_kinds()]
-    return draw_op(draw, kinds + (["batch"] if allow_batch else []), functions, "dataset")
+    """One map-level stage spec, of the stages Grain has too (the differential tests')."""
+    kinds = declared_kinds(functions, "dataset", grain_only=True)
+    if not allow_batch:
+        kinds.pop("batch")
+    return sample_op(draw, kinds, functions)
 
 
 @st.composite
@@ -271,6 +287,9 @@ def dataset_specs(
     sources: st.SearchStrategy[Dataset] | None = None,
 ) -> tuple[Any, ...]:
     """Specs of random map-level pipelines; some are invalid (e.g. batch after filter).
+
+    Their stages are the declared map-level stages Grain has too (`in_grain`):
+    the differential tests build every spec with Grain as well.
 
     Each leaf is `fn.range` of 1 to 40 integers, or a dataset drawn from
     `sources`, held in the spec as `("source", dataset)`.
@@ -325,10 +344,7 @@ def stream_op(
     draw: Any, functions: Functions = INTEGERS, grain_only: bool = False
 ) -> tuple[Any, ...]:
     """One stream-level stage spec; of the stages Grain has too, with `grain_only`."""
-    kinds = ["seed", *functions.element_kinds(), "batch", "limit", "repeat"]
-    if not grain_only:
-        kinds += list(declared_kinds(functions))
-    return draw_op(draw, kinds, functions, "stream")
+    return sample_op(draw, declared_kinds(functions, "stream", grain_only), functions)
 
 
 @st.composite
