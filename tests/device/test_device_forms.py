@@ -1,8 +1,12 @@
 """Each stage holds its device form (or the reason it has none) in its own module.
 
-The docs' table of what runs on device and `to_jax`'s docstring are checked
-against the stages themselves, so a stage that gains a device form cannot be
-left out of either.
+The stages come from the registry: every dataset stage that declares
+`random_stage` is sampled from its declaration, and the few stage kinds with
+a device form that random pipelines do not draw as stages are listed in
+`UNDRAWN`, each with its reason; a test keeps that list equal to the stage
+kinds it must hold. The docs' table of what runs on device and `to_jax`'s
+docstring are checked against the stages themselves, so a stage that gains a
+device form cannot be left out of either.
 """
 
 from __future__ import annotations
@@ -13,33 +17,85 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import Phase, find, settings
+from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.compiler import NotOnDeviceError
-from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.dataset import Dataset, dataset_kinds
+from grainfn._src.core.random_stage import RandomStage
+from grainfn._src.testing.device_specs import DEVICE
+from grainfn._src.testing.specs import (
+    INTEGERS,
+    Functions,
+    apply_op,
+    declared_kinds,
+    declared_stages,
+    sample_op,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "jax.md"
 
-SAMPLES: dict[str, Any] = {
-    "range": fn.range(4),
-    "source": fn.source(np.arange(4, dtype=np.int32)),
-    "seed": fn.seed(1, fn.range(4)),
-    "shuffle": fn.shuffle(fn.range(4), seed=1),
-    "window_shuffle": fn.window_shuffle(2, fn.range(4), seed=1),
-    "slice": fn.slice(slice(1, 3), fn.range(4)),
-    "repeat": fn.repeat(2, fn.range(4)),
-    "mix": fn.mix([fn.range(4), fn.range(4)]),
-    "concatenate": fn.concatenate([fn.range(4), fn.range(4)]),
-    "select_from_datasets": fn.select_from_datasets([fn.range(4)], [(0, 1)]),
-    "map": fn.map(lambda x: x + 1, fn.range(4)),
-    "map_with_index": fn.map_with_index(lambda i, x: x + i, fn.range(4)),
-    "random_map": fn.random_map(lambda x, key: x, fn.range(4), seed=1, rng="jax"),
-    "batch": fn.batch(2, fn.range(4)),
-    "filter": fn.filter(lambda x: True, fn.range(4)),
+UNDRAWN: dict[str, tuple[Dataset[Any], str]] = {
+    "range": (fn.range(4), "a spec's head: the grammar of specs draws it, not a stage"),
+    "source": (
+        fn.source(np.arange(4, dtype=np.int32)),
+        "the device specs' heads (device_source): rows of a dtype, not arguments",
+    ),
+    "mix": (fn.mix([fn.range(4), fn.range(4)]), "a spec's head: it takes sub-specs"),
+    "concatenate": (
+        fn.concatenate([fn.range(4), fn.range(4)]),
+        "a spec's head: it takes sub-specs",
+    ),
+    "select_from_datasets": (
+        fn.select_from_datasets([fn.range(4)], [(0, 1)]),
+        "its selection table is the user's own data; `take` draws positions instead",
+    ),
+}
+"""The stage kinds with a device form that random pipelines do not draw from a
+`random_stage` declaration: a sample of each, by its function, and why."""
+
+REFUSED: dict[str, Dataset[Any]] = {
     "flat_map": fn.flat_map(lambda x: [x], fn.range(4), max_fan_out=1),
     "zip": fn.zip([fn.range(4), fn.range(4)]),
 }
-"""One dataset of each stage kind `grainfn.fn` builds, by the name of its function."""
+"""Stage kinds without a device form that random pipelines do not draw, whose refusals
+are checked here with the declared ones' (filter)."""
+
+
+def drawn_sample(stage: RandomStage, functions: Functions) -> Dataset[Any]:
+    """The stage of its simplest spec, over a seeded range (so a seed may be left to it).
+
+    The simplest spec is the first hypothesis draws (a seed of 0, no seed, ...).
+    """
+    ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, functions))()
+    op = find(ops, bool, settings=settings(database=None, phases=[Phase.generate]))
+    return apply_op(op, fn.seed(1, fn.range(4)), functions)
+
+
+def declared_samples() -> dict[str, tuple[str, Dataset[Any]]]:
+    """A sample of each declared dataset stage, by its name: `(its function, the dataset)`.
+
+    A stage with a device form is drawn as the device pipelines draw it, any
+    other as the host pipelines do.
+    """
+    on_device = declared_kinds(DEVICE, "dataset", on_device=True)
+    samples = {}
+    for kind, stage in declared_stages("dataset"):
+        if stage.name in on_device:
+            samples[stage.name] = (stage.function, drawn_sample(stage, DEVICE))
+        elif kind.device_program is Dataset.device_program:
+            samples[stage.name] = (stage.function, drawn_sample(stage, INTEGERS))
+    return samples
+
+
+DECLARED = declared_samples()
+SAMPLES = {
+    **DECLARED,
+    **{name: (name, ds) for name, (ds, _) in UNDRAWN.items()},
+    **{name: (name, ds) for name, ds in REFUSED.items()},
+}
+"""Every sample, by name: `(its function in grainfn.fn, the dataset)`."""
 
 
 def table_rows() -> dict[str, str]:
@@ -54,21 +110,15 @@ def table_rows() -> dict[str, str]:
     return rows
 
 
-def stage_classes() -> set[type]:
-    """Every dataset stage kind the samples reach, the samples' own top stages included."""
-    kinds: set[type] = set()
-    for ds in SAMPLES.values():
-        todo = [ds]
-        while todo:
-            node = todo.pop()
-            kinds.add(type(node))
-            todo.extend(node.parents)
-    return kinds
+def device_kinds() -> set[type]:
+    """Every dataset stage kind of grainfn with a device form."""
+    return {kind for kind in dataset_kinds() if kind.device_program is not Dataset.device_program}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_the_docs_table_says_what_each_stage_does_on_device(name: str) -> None:
-    ds, answer = SAMPLES[name], table_rows()[name]
+    function, ds = SAMPLES[name]
+    answer = table_rows()[function]
     if ds.has_device_form:
         assert answer.startswith(("yes", "with")), (name, answer)
         fn.to_jax(ds)  # and it compiles
@@ -78,13 +128,25 @@ def test_the_docs_table_says_what_each_stage_does_on_device(name: str) -> None:
             fn.to_jax(ds)
 
 
-def test_every_stage_kind_with_a_device_form_is_sampled_documented_and_in_the_docstring() -> None:
+def test_every_stage_kind_with_a_device_form_is_drawn_or_listed_undrawn() -> None:
+    drawn = {type(ds) for _, ds in DECLARED.values() if ds.has_device_form}
+    undrawn = {type(ds) for ds, _ in UNDRAWN.values()}
+    missing = sorted(kind.__name__ for kind in device_kinds() - drawn - undrawn)
+    assert not missing, f"{missing} have a device form: declare random_stage, or add to UNDRAWN"
+    assert undrawn <= device_kinds(), f"UNDRAWN holds stages without a device form: {undrawn}"
+    assert not drawn & undrawn, f"declared, so not UNDRAWN: {drawn & undrawn}"
+    assert all(reason for _, reason in UNDRAWN.values())
+
+
+def test_every_declared_stage_with_a_device_form_is_drawn_by_the_device_pipelines() -> None:
+    declared = {kind for kind, _ in declared_stages("dataset")}
+    drawn = {type(ds) for _, ds in DECLARED.values() if ds.has_device_form}
+    assert declared & device_kinds() == drawn
+
+
+def test_every_stage_kind_with_a_device_form_is_documented_and_in_the_docstring() -> None:
     documented = set(table_rows())
-    sampled = {type(ds) for ds in SAMPLES.values()}
-    for kind in stage_classes():
-        if kind.device_program is not Dataset.device_program:
-            assert kind in sampled, f"{kind.__name__} has a device form: add it to SAMPLES"
-    with_forms = {name for name, ds in SAMPLES.items() if ds.has_device_form}
+    with_forms = {function for function, ds in SAMPLES.values() if ds.has_device_form}
     assert with_forms <= documented
     docstring = " ".join((fn.to_jax.__doc__ or "").split())
     missing = [name for name in sorted(with_forms) if f"`{name}`" not in docstring]
@@ -92,5 +154,8 @@ def test_every_stage_kind_with_a_device_form_is_sampled_documented_and_in_the_do
 
 
 def test_a_stage_without_a_device_form_says_why_in_its_own_class() -> None:
-    refusals = {type(SAMPLES[name]).device_refusal for name in ("filter", "flat_map", "zip")}
-    assert len(refusals) == 3 and Dataset.device_refusal not in refusals
+    refused = {type(ds) for _, ds in SAMPLES.values() if not ds.has_device_form}
+    names = {kind.__name__ for kind in refused}
+    assert names >= {"FilteredDataset", "FlatMappedDataset", "ZippedDataset"}
+    refusals = {kind.device_refusal for kind in refused}
+    assert len(refusals) == len(refused) and Dataset.device_refusal not in refusals
