@@ -1,0 +1,112 @@
+"""The random_stage declaration: its record, the kinds of argument, and reading it off a class."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from grainfn._src.core.dataset import dataset_kinds
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
+from grainfn._src.core.stream import stage_kinds
+
+
+def test_a_declaration_is_named_by_its_function_unless_given_a_name() -> None:
+    plain = RandomStage("random_map", (ArgumentKind.RANDOM_MAP,))
+    named = RandomStage("random_map", (ArgumentKind.KEY_MAP,), name="random_map_jax")
+    assert (plain.name, named.name) == ("random_map", "random_map_jax")
+    assert plain.function == named.function == "random_map"
+
+
+def test_a_declaration_is_not_in_grain_unless_it_says_so() -> None:
+    assert not RandomStage("take_while", (ArgumentKind.PREDICATE,)).in_grain
+    assert RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True).in_grain
+
+
+def test_kinds_lists_the_arguments_then_the_keywords_in_order() -> None:
+    stage = RandomStage(
+        "random_map",
+        (ArgumentKind.KEY_MAP,),
+        (("seed", ArgumentKind.SEED), ("rng", ArgumentKind.JAX_RNG)),
+    )
+    assert stage.kinds() == (ArgumentKind.KEY_MAP, ArgumentKind.SEED, ArgumentKind.JAX_RNG)
+    assert RandomStage("map_with_index").kinds() == ()
+
+
+def test_a_declaration_is_a_frozen_value() -> None:
+    stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
+    assert stage == RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
+    assert stage != RandomStage("seed", (ArgumentKind.SEED,))
+    assert hash(stage) == hash(RandomStage("seed", (ArgumentKind.SEED,), in_grain=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stage.name = "other"  # type: ignore[misc]
+
+
+def test_argument_kinds_are_looked_up_by_their_values() -> None:
+    assert ArgumentKind("predicate") is ArgumentKind.PREDICATE
+    assert len({kind.value for kind in ArgumentKind}) == len(ArgumentKind)
+    with pytest.raises(ValueError, match="'predicat'"):
+        ArgumentKind("predicat")
+
+
+@pytest.mark.parametrize("function", ["", "take while", 3])
+def test_a_function_that_is_not_a_name_is_refused(function: object) -> None:
+    with pytest.raises(ValueError, match=r"name of a function of grainfn\.fn"):
+        RandomStage(function)  # type: ignore[arg-type]
+
+
+def test_arguments_named_by_strings_are_refused_naming_the_kinds() -> None:
+    with pytest.raises(TypeError, match=r"tuple of ArgumentKind \(one of \['PREDICATE'"):
+        RandomStage("take_while", ("predicate",))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tuple of ArgumentKind"):
+        RandomStage("take_while", [ArgumentKind.PREDICATE])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        (("seed", "seed"),),
+        (("not a name", ArgumentKind.SEED),),
+        (("seed", ArgumentKind.SEED, "extra"),),
+        ("seed",),
+    ],
+)
+def test_keywords_must_be_pairs_of_a_name_and_a_kind(keywords: object) -> None:
+    with pytest.raises(TypeError, match=r"keywords must be pairs \(keyword, ArgumentKind\)"):
+        RandomStage("shuffle", keywords=keywords)  # type: ignore[arg-type]
+
+
+def test_random_stages_reads_only_what_a_class_declares_itself() -> None:
+    one = RandomStage("limit", (ArgumentKind.COUNT,))
+    two = (RandomStage("map", (ArgumentKind.MAP,)), RandomStage("map", name="other"))
+
+    class One:
+        random_stage = one
+
+    class Two:
+        random_stage = two
+
+    class Inherits(One):
+        pass
+
+    class Declines(One):
+        random_stage = None
+
+    assert random_stages(One) == (one,)
+    assert random_stages(Two) == two
+    assert random_stages(Inherits) == random_stages(Declines) == random_stages(object) == ()
+
+
+def test_a_declaration_of_another_type_is_refused_naming_the_class() -> None:
+    class Stage:
+        random_stage = ("take_while", "predicate")
+
+    with pytest.raises(TypeError, match=r"Stage.random_stage must be a RandomStage.*'take_while'"):
+        random_stages(Stage)
+
+
+def test_every_stage_class_of_grainfn_declares_well_formed_random_stages() -> None:
+    classes = [*dataset_kinds(), *stage_kinds()]
+    declared = {kind: random_stages(kind) for kind in classes}  # none raises
+    assert any(declared[kind] for kind in dataset_kinds())
+    assert any(declared[kind] for kind in stage_kinds())
