@@ -21,7 +21,7 @@ import grainfn
 from grainfn._src.core import declarations
 from grainfn._src.core.dataset import Dataset, IndexStage
 from grainfn._src.core.next_index_rule import NextIndexRule
-from grainfn._src.core.random_stage import RandomStage
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import PassThroughStream, Stream
 
@@ -67,7 +67,7 @@ def test_every_hook_has_a_line_of_doc_and_a_default_of_its_type() -> None:
     assert {hook.name for hook in hooks} >= {"spec_rule", "executes_leaves", "makes_holes"}
     for hook in hooks:
         assert hook.doc.endswith("."), hook
-        assert isinstance(hook.default, hook.allowed), hook
+        assert declarations.holds(hook.default, hook.allowed), hook
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_a_misspelt_field_of_a_dataclass_stage_fails_too() -> None:
     [
         (PassThroughStream, "spec_rule", "parent", "Stream.spec_rule takes SpecRule"),
         (PassThroughStream, "next_index_rule", "counter", "takes NextIndexRule or None"),
-        (PassThroughStream, "random_stage", ("map", ("map",)), "takes RandomStage or None"),
+        (PassThroughStream, "random_stage", ("map", ("map",)), "takes RandomStage or a tuple of RandomStage or None"),
         (PassThroughStream, "transparent", 1, "Stream.transparent takes bool"),
         (IndexStage, "spec_rule", NextIndexRule.PARENT, "Dataset.spec_rule takes SpecRule"),
         (IndexStage, "device_refusal", None, "Dataset.device_refusal takes str"),
@@ -128,7 +128,7 @@ def test_hooks_of_the_right_type_and_other_names_pass() -> None:
     class Declared(PassThroughStream):
         spec_rule = SpecRule.PARENT
         next_index_rule = NextIndexRule.PARENT
-        random_stage = RandomStage("take_while", ("predicate",))
+        random_stage = RandomStage("take_while", (ArgumentKind.PREDICATE,))
         executes_leaves = True
         trace_parent = None  # 0.78 alike to transparent: a name of its own
 
