@@ -105,7 +105,7 @@ def test_a_misspelt_field_of_a_dataclass_stage_fails_too() -> None:
     [
         (PassThroughStream, "spec_rule", "parent", "Stream.spec_rule takes SpecRule"),
         (PassThroughStream, "next_index_rule", "counter", "takes NextIndexRule or None"),
-        (PassThroughStream, "random_stage", ("map", ("map",)), "takes RandomStage or a tuple of RandomStage or None"),
+        (PassThroughStream, "random_stage", ("map", ("map",)), "a tuple of RandomStage or None"),
         (PassThroughStream, "transparent", 1, "Stream.transparent takes bool"),
         (IndexStage, "spec_rule", NextIndexRule.PARENT, "Dataset.spec_rule takes SpecRule"),
         (IndexStage, "device_refusal", None, "Dataset.device_refusal takes str"),
