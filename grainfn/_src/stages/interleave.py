@@ -57,7 +57,7 @@ class InterleaveState(NamedTuple):
     components: tuple[InterleaveSlot, ...]
 
 
-def as_stream(value: Any, index: int) -> Stream[Any]:
+def stream_or_empty(value: Any, index: int) -> Stream[Any]:
     """Dataset `index` of an interleave as a stream: a Dataset is read in order, None is empty."""
     if isinstance(value, Stream):
         return value
@@ -179,7 +179,7 @@ class InterleavedDatasetsStream(_Interleaved):
         return self.datasets.length
 
     def stream_at(self, index: int) -> Stream[Any]:
-        return as_stream(self.datasets.get(index), index)
+        return stream_or_empty(self.datasets.get(index), index)
 
     def describe_stage(self) -> str:
         return f"interleave(cycle_length={self.cycle_length}, the datasets of a dataset)"
@@ -297,5 +297,5 @@ def interleave(cycle_length: int, datasets: Sequence[Data] | Dataset[Any]) -> St
             "needs to know how many datasets there are. Pass a list or a dataset."
         )
     components = as_data_list(datasets, "interleave")
-    streams = tuple(as_stream(c, i) for i, c in enumerate(components))
+    streams = tuple(stream_or_empty(c, i) for i, c in enumerate(components))
     return InterleavedStream(streams, cycle_length)
