@@ -128,24 +128,34 @@ def map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
     return fn(tree)
 
 
-def leaves(tree: Any) -> list[Any]:
+def leaves(tree: Any, what: str = "A tree of arrays") -> list[Any]:
     """The leaves of `tree`, depth first, in its own order (None is an empty subtree).
+
+    Args:
+        tree: A dict, list, tuple or namedtuple nesting of leaves.
+        what: What `tree` is, for the error if it nests too deep.
+
+    Raises:
+        ValueError: if `tree` nests deeper than the recursion limit or holds itself.
 
     Examples:
         >>> leaves({"a": [1, 2], "b": (3, None)})
         [1, 2, 3]
     """
-    found: list[Any] = []
-
-    def collect(leaf: Any) -> None:
-        if leaf is not None:
-            found.append(leaf)
-
     try:
-        map_leaves(collect, tree)
+        return _leaves(tree)
     except RecursionError:
-        raise too_deep("A tree of arrays") from None
-    return found
+        raise too_deep(what) from None
+
+
+def _leaves(tree: Any) -> list[Any]:
+    if tree is None:
+        return []
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _leaves(value)]
+    if isinstance(tree, (list, tuple)):
+        return [leaf for value in tree for leaf in _leaves(value)]
+    return [tree]
 
 
 def too_deep(what: str) -> ValueError:

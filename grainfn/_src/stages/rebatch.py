@@ -39,22 +39,6 @@ class RebatchState(NamedTuple, Generic[records.Parent]):
     parent: records.Parent
 
 
-def leaves(tree: Any) -> list[Any]:
-    """The leaves of a pytree in order; dicts in their own key order, None has none.
-
-    Examples:
-        >>> leaves({"a": [1, 2], "b": (None, 3)})
-        [1, 2, 3]
-    """
-    if tree is None:
-        return []
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in leaves(value)]
-    if isinstance(tree, (list, tuple)):
-        return [leaf for value in tree for leaf in leaves(value)]
-    return [tree]
-
-
 def slice_rows(tree: Any, start: int, stop: int) -> Any:
     """`leaf[start:stop]` for every leaf of `tree`, keeping its structure.
 
@@ -116,10 +100,7 @@ def batch_rows(batch: Any) -> int:
         >>> batch_rows({"x": np.zeros((3, 2)), "y": np.arange(3)})
         3
     """
-    try:
-        found = leaves(batch)
-    except RecursionError:
-        raise pytree.too_deep("A batch to rebatch") from None
+    found = pytree.leaves(batch, "A batch to rebatch")
     if not found:
         raise ValueError(
             f"rebatch needs batches with at least one array leaf, got {validate.short_repr(batch)}."
