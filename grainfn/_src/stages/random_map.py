@@ -117,7 +117,7 @@ class RandomMappedDataset(ElementStage[Any]):
         impl = jax.random.key_impl(jax_keys.seed_key(seed))
 
         def resolve(arrays: Sequence[Any], at: Split) -> tuple[Any, Any]:
-            return jax.random.key_data(element_key(seed, at)), parent.resolve(arrays, at)
+            return jax.random.key_data(device_key(seed, at)), parent.resolve(arrays, at)
 
         def read(arrays: Sequence[Any], where: tuple[Any, Any]) -> Any:
             words, inside = where
@@ -211,8 +211,8 @@ def random_map(
     return RandomMappedDataset(ds, fn, op_seed(seed, ds, "random_map", limit=limit), rng=rng)
 
 
-def element_key(seed: int, at: Split) -> Any:
-    """The `jax.random` key of the element at `at` (see `grainfn._src.index.jax_keys`)."""
+def device_key(seed: int, at: Split) -> Any:
+    """The `jax.random` key of the element at `at`, a Split on device (`jax_keys.element_key`)."""
     offset = at.offset
     if isinstance(offset, wide.Wide):  # 32-bit, past 2**32 - 1: the words are at hand
         high, low = offset
