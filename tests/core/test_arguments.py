@@ -1,4 +1,4 @@
-"""What the combinators accept: one `as_stream` for every stream combinator, one `as_dataset`."""
+"""What the combinators accept: one `as_stream`, one `as_dataset`, one check of a list."""
 
 from __future__ import annotations
 
@@ -94,3 +94,27 @@ def test_core_of_passes_on_a_wrappers_type_error() -> None:
 
     with pytest.raises(TypeError, match="no core value"):
         core_of(NoCore())
+
+
+LIST_TAKERS: dict[str, Callable[[Any], Any]] = {
+    "mix": lambda datasets: fn.mix(datasets),
+    "concatenate": lambda datasets: fn.concatenate(datasets),
+    "select_from_datasets": lambda datasets: fn.select_from_datasets(datasets, [(0, 0)]),
+    "zip": lambda datasets: fn.zip(datasets),
+    "interleave": lambda datasets: fn.interleave(2, datasets),
+    "MapDataset.mix": lambda datasets: grainfn.MapDataset.mix(datasets),
+    "MapDataset.concatenate": lambda datasets: grainfn.MapDataset.concatenate(datasets),
+    "IterDataset.mix": lambda datasets: grainfn.IterDataset.mix(datasets),
+    "ZipMapDataset": lambda datasets: grainfn.experimental.ZipMapDataset(datasets),
+    "ZipIterDataset": lambda datasets: grainfn.experimental.ZipIterDataset(datasets),
+}
+"""Every function that takes a list of datasets, by the name its messages give."""
+
+
+@pytest.mark.parametrize("name", sorted(LIST_TAKERS))
+def test_a_list_of_datasets_is_checked_once_the_same_way(name: str) -> None:
+    take = LIST_TAKERS[name]
+    with pytest.raises(ValueError, match=rf"^{name} takes a non-empty list of .*, got \[\]\.$"):
+        take([])
+    with pytest.raises(TypeError, match=rf"^{name} takes a list of .*, got 'ab' \(a str\)\.$"):
+        take("ab")

@@ -397,7 +397,7 @@ REFUSED: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "concatenate of a deeply nested value": (
         lambda: fn.concatenate(nested_dict(DEPTH)),
         TypeError,
-        r"concatenate takes a non-empty sequence of datasets, got \{'a': \{'a': \{'a': \{",
+        r"concatenate takes a list of datasets, got \{'a': \{'a': \{'a': \{",
     ),
     "shard_options of a deeply nested list": (
         lambda: grain.IndexSampler(10, nested(DEPTH)),

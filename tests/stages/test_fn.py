@@ -108,7 +108,11 @@ def test_bad_arguments_are_refused_with_clear_messages() -> None:
         (lambda: fn.range(0, 5, 0), ValueError, "range step must not be 0"),
         (lambda: fn.source(5), TypeError, "must support len"),
         (lambda: fn.slice([9], ds), IndexError, "slice position 9 is out of range"),
-        (lambda: fn.mix([]), TypeError, "non-empty sequence of datasets"),
+        (
+            lambda: fn.mix([]),
+            ValueError,
+            r"mix takes a non-empty list of datasets or streams, got \[\]",
+        ),
     ]
     for build, error, match in cases:
         with pytest.raises(error, match=match):

@@ -148,7 +148,7 @@ def test_bad_input_is_refused_with_what_is_allowed() -> None:
     for option in ("num_make_iter_threads", "make_iter_buffer_size", "iter_buffer_size"):
         with pytest.raises(ValueError, match=f"{option} must be an integer >= 0, got -1"):
             InterleaveIterDataset(shards, cycle_length=1, **{option: -1})
-    with pytest.raises(ValueError, match="at least one dataset"):
+    with pytest.raises(ValueError, match="interleave takes a non-empty list of grainfn datasets"):
         InterleaveIterDataset([], cycle_length=2)
     with pytest.raises(ValueError, match="dataset of datasets of length 0"):
         fn.interleave(2, fn.range(0))

@@ -130,7 +130,9 @@ def test_zip_resumes_at_any_element(make: Any) -> None:
 def test_bad_input_is_refused_with_what_is_allowed() -> None:
     with pytest.raises(ValueError, match=r"equal length, got lengths \[3, 4\]"):
         ZipMapDataset([grain.MapDataset.range(3), grain.MapDataset.range(4)])
-    with pytest.raises(ValueError, match="at least one parent"):
+    with pytest.raises(
+        ValueError, match=r"ZipMapDataset takes a non-empty list of datasets, got \[\]"
+    ):
         ZipMapDataset([])
     with pytest.raises(TypeError, match="takes a list of datasets"):
         ZipMapDataset({"a": grain.MapDataset.range(3)})  # type: ignore[arg-type]
@@ -144,7 +146,9 @@ def test_bad_input_is_refused_with_what_is_allowed() -> None:
         fn.zip([fn.range(3), fn.from_dataset(fn.range(3))])
     with pytest.raises(TypeError, match="item 1 is 'x'"):
         fn.zip([fn.range(3), "x"])
-    with pytest.raises(ValueError, match="empty list"):
+    with pytest.raises(
+        ValueError, match=r"zip takes a non-empty list of grainfn datasets or streams"
+    ):
         fn.zip([])
 
 

@@ -13,7 +13,6 @@ unwraps one only with `core_of`, and never names the classes above it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from grainfn._src.core import validate
@@ -90,32 +89,22 @@ def op_seed(
 
 
 def as_components(datasets: Any, what: str, streams: bool = True) -> tuple[Any, ...]:
-    """A non-empty sequence of datasets (or, if `streams`, of streams) as a tuple."""
-    if (
-        isinstance(datasets, (Dataset, Stream))
-        or not isinstance(datasets, Sequence)
-        or not datasets
-    ):
-        raise TypeError(
-            f"{what} takes a non-empty sequence of datasets, got {validate.short_repr(datasets)}."
-        )
-    if streams and all(isinstance(d, Stream) for d in datasets):
-        return tuple(datasets)
-    return tuple(as_dataset(d, what) for d in datasets)
+    """A non-empty list of datasets (or, if `streams`, of streams) as a tuple."""
+    components = validate.check_list(
+        datasets, what, "datasets or streams" if streams else "datasets"
+    )
+    if streams and all(isinstance(d, Stream) for d in components):
+        return components
+    return tuple(as_dataset(d, what) for d in components)
 
 
 def as_data_list(data: Any, what: str) -> tuple[Any, ...]:
     """A non-empty list of datasets and streams as a tuple; a clear error for anything else."""
-    if isinstance(data, (Dataset, Stream, str, bytes)) or not isinstance(data, Sequence):
-        raise TypeError(
-            f"{what} takes a list of grainfn datasets or streams, got {validate.short_repr(data)}."
-        )
-    if not data:
-        raise ValueError(f"{what} needs at least one dataset or stream, got an empty list.")
-    for position, item in enumerate(data):
+    components = validate.check_list(data, what, "grainfn datasets or streams")
+    for position, item in enumerate(components):
         if not isinstance(item, (Dataset, Stream)):
             raise TypeError(
                 f"{what} takes grainfn datasets or streams, but item {position} is "
                 f"{validate.short_repr(item)} of type {type(item).__name__}."
             )
-    return tuple(data)
+    return components

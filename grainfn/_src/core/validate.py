@@ -207,6 +207,44 @@ def check_callable(fn: Any, what: str) -> Callable[..., Any]:
     return fn
 
 
+def check_list(
+    value: Any, what: str, items: str = "datasets", allow_empty: bool = False
+) -> tuple[Any, ...]:
+    """`value` as a tuple, after checking it is a list (any sequence but a string) of `items`.
+
+    Only the list itself is checked; each caller checks its items.
+
+    Args:
+        value: What the caller was given.
+        what: The caller, for the message (`"mix"`, `"MapDataset.concatenate"`).
+        items: What the list holds, for the message.
+        allow_empty: Whether an empty list is allowed.
+
+    Raises:
+        TypeError: if `value` is not a list (a dict, a string, a single dataset).
+        ValueError: if the list is empty and `allow_empty` is False.
+
+    Examples:
+        >>> check_list([1, 2], "mix")
+        (1, 2)
+        >>> check_list([], "mix", "datasets or streams")
+        Traceback (most recent call last):
+        ...
+        ValueError: mix takes a non-empty list of datasets or streams, got [].
+        >>> check_list({"a": 1}, "zip")
+        Traceback (most recent call last):
+        ...
+        TypeError: zip takes a list of datasets, got {'a': 1} (a dict).
+    """
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{what} takes a list of {items}, got {short_repr(value)} (a {type(value).__name__})."
+        )
+    if not value and not allow_empty:
+        raise ValueError(f"{what} takes a non-empty list of {items}, got {short_repr(value)}.")
+    return tuple(value)
+
+
 def check_weights(weights: Sequence[Any], count: int) -> tuple[float, ...]:
     """Returns mixing weights as floats: one per component, finite, > 0.
 

@@ -196,7 +196,9 @@ class MapDataset(InPlaceSlicing, _Stages[T]):
     def core(self) -> Dataset[T]:
         """The `grainfn.fn` dataset this one wraps."""
         if self._core is None:
-            self._core = ObjectDataset(self, _cores(self._parents, type(self).__qualname__))
+            self._core = ObjectDataset(
+                self, _cores(self._parents, type(self).__qualname__, allow_empty=True)
+            )
         return self._core
 
     @property
@@ -343,7 +345,7 @@ class IterDataset(_Stages[T]):
                 name: stream_core(ds, "IterDataset.mix") for name, ds in datasets.items()
             }
         else:
-            sequence = _sequence(datasets, "IterDataset.mix")
+            sequence = validate.check_list(datasets, "IterDataset.mix")
             streams = [stream_core(ds, "IterDataset.mix") for ds in sequence]
         return _wrap_iter(fn.mix(streams, weights))
 
@@ -722,25 +724,9 @@ def stream_core(ds: Any, what: str) -> Stream[Any]:
     )
 
 
-def dataset_list(parents: Any, what: str, allow_empty: bool = False) -> Sequence[Any]:
-    """`parents` after checking it is a list of datasets (non-empty unless `allow_empty`)."""
-    if isinstance(parents, (MapDataset, IterDataset, str, bytes)) or not isinstance(
-        parents, Sequence
-    ):
-        raise TypeError(f"{what} takes a list of datasets, got {parents!r}.")
-    if not parents and not allow_empty:
-        raise ValueError(f"{what} needs at least one parent, got an empty list.")
-    return parents
-
-
-def _cores(datasets: Any, what: str) -> tuple[Dataset[Any], ...]:
-    return tuple(map_core(ds, what) for ds in _sequence(datasets, what))
-
-
-def _sequence(datasets: Any, what: str) -> Sequence[Any]:
-    if isinstance(datasets, Sequence) and not isinstance(datasets, (str, bytes)):
-        return datasets
-    raise TypeError(f"{what} takes a list of datasets, got {validate.short_repr(datasets)}.")
+def _cores(datasets: Any, what: str, allow_empty: bool = False) -> tuple[Dataset[Any], ...]:
+    checked = validate.check_list(datasets, what, allow_empty=allow_empty)
+    return tuple(map_core(ds, what) for ds in checked)
 
 
 def _indent(text: str) -> str:

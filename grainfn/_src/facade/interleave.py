@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from grainfn import fn
 from grainfn._src.core import validate
-from grainfn._src.facade.dataset import IterDataset, MapDataset, dataset_list, stream_core
+from grainfn._src.facade.dataset import IterDataset, MapDataset, stream_core
 
 T = TypeVar("T")
 
@@ -56,7 +56,10 @@ class InterleaveIterDataset(IterDataset[T]):
             core: Any = fn.map(dataset_core, datasets.core)
         else:
             what = "InterleaveIterDataset"
-            core = [stream_core(ds, what) for ds in dataset_list(datasets, what, allow_empty=True)]
+            core = [
+                stream_core(ds, what)
+                for ds in validate.check_list(datasets, what, allow_empty=True)
+            ]
         super().__init__()
         self._core = fn.interleave(cycle_length, core)
 

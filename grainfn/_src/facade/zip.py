@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from grainfn import fn
-from grainfn._src.facade.dataset import IterDataset, MapDataset, dataset_list, map_core, stream_core
+from grainfn._src.core import validate
+from grainfn._src.facade.dataset import IterDataset, MapDataset, map_core, stream_core
 
 T = TypeVar("T")
 
@@ -29,7 +30,8 @@ class ZipMapDataset(MapDataset[tuple[Any, ...]]):
 
     def __init__(self, parents: Sequence[MapDataset[Any]]) -> None:
         cores = [
-            map_core(parent, "ZipMapDataset") for parent in dataset_list(parents, "ZipMapDataset")
+            map_core(parent, "ZipMapDataset")
+            for parent in validate.check_list(parents, "ZipMapDataset")
         ]
         super().__init__(parents)
         self._core = fn.zip(cores, strict=True)
@@ -55,7 +57,7 @@ class ZipIterDataset(IterDataset[tuple[Any, ...]]):
     ) -> None:
         streams = [
             stream_core(parent, "ZipIterDataset")
-            for parent in dataset_list(parents, "ZipIterDataset")
+            for parent in validate.check_list(parents, "ZipIterDataset")
         ]
         super().__init__(parents)
         self._core = fn.zip(streams, strict=strict)
