@@ -34,7 +34,7 @@ from grainfn._src.core.state_codec import state_to_dict as state_to_dict
 from grainfn._src.core.stream import END as END
 from grainfn._src.core.stream import Stream as Stream
 from grainfn._src.lazy import lazy_attributes
-from grainfn._src.parallel.prefetch import mp_prefetch as mp_prefetch
+from grainfn._src.parallel.mp_prefetch import mp_prefetch as mp_prefetch
 from grainfn._src.stages.batch import batch as batch
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
 from grainfn._src.stages.cache import cache as cache

@@ -32,7 +32,7 @@ from grainfn._src.elastic.stream import (
     elastic_batches,
     host_stream,
 )
-from grainfn._src.parallel.prefetch import PrefetchedStream
+from grainfn._src.parallel.mp_prefetch import PrefetchedStream
 
 MAX_BATCHES = 40
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.iterator import MARK_EVERY
-from grainfn._src.parallel.prefetch import with_leaves
+from grainfn._src.parallel.mp_prefetch import with_leaves
 from grainfn.testing import assert_elements_equal
 
 from faults.faulty import FaultError

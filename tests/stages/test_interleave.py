@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import grainfn as grain
 from grainfn import fn
 from grainfn._src.core.reading import FromDatasetStream
-from grainfn._src.parallel.prefetch import PoolCursor, collect_leaves, with_leaves
+from grainfn._src.parallel.mp_prefetch import PoolCursor, collect_leaves, with_leaves
 from grainfn._src.stages.interleave import InterleavedDatasetsStream, InterleavedStream
 from grainfn.experimental import InterleaveIterDataset
 from grainfn.testing import assert_elements_equal, assert_resumable

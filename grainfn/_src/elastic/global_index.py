@@ -24,7 +24,7 @@ from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.reading import from_dataset
 from grainfn._src.core.state import is_saved_count
 from grainfn._src.core.stream import Stream
-from grainfn._src.parallel.prefetch import mp_prefetch
+from grainfn._src.parallel.mp_prefetch import mp_prefetch
 from grainfn._src.stages.batch import batch
 from grainfn._src.stages.slice import slice
 

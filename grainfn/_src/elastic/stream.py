@@ -36,7 +36,7 @@ from grainfn._src.elastic.shards import (
     positions_to_cut,
     prefetch_of,
 )
-from grainfn._src.parallel.prefetch import PrefetchedStream
+from grainfn._src.parallel.mp_prefetch import PrefetchedStream
 from grainfn._src.stages.zip import check_components
 
 

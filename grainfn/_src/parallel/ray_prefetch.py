@@ -1,6 +1,6 @@
 """ray_prefetch: a stream whose dataset reads run on the actors of a `RayPool`.
 
-The seam is `mp_prefetch`'s (see `grainfn._src.parallel.prefetch`): the
+The seam is `mp_prefetch`'s (see `grainfn._src.parallel.mp_prefetch`): the
 blocks of positions of the pipeline's map-level leaves are read by the
 pool's actors and taken back in position order, and the stream stages run
 here. So elements and states are those of the stream itself, for any number
@@ -24,7 +24,7 @@ from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, PassThroughStream, Stream
 from grainfn._src.parallel.deaths import check_worker_timeout
-from grainfn._src.parallel.prefetch import PoolCursor, PooledLeaf, collect_leaves, with_leaves
+from grainfn._src.parallel.mp_prefetch import PoolCursor, PooledLeaf, collect_leaves, with_leaves
 from grainfn._src.parallel.ray_pool import RayPool
 
 T = TypeVar("T")
