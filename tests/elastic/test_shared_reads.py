@@ -134,7 +134,7 @@ def test_the_grain_style_elastic_pipeline_reads_its_shards_together() -> None:
     shard = grainfn.ShardOptions(0, 1)
     it = ElasticIterator(unchecked, 64, shard, num_logical_shards=16)
     got = [b.tolist() for b in it]
-    cursor = it._default._core.iterator._cursor  # type: ignore[attr-defined]
+    cursor = it._batches.iterator._cursor  # type: ignore[union-attr]
     assert isinstance(cursor.reads, SharedReads) and cursor.reads.separate is None
     order = list(grainfn.MapDataset.range(3_000).seed(5).shuffle())
     columns = [[x + 1 for x in order[s::16] if keep(x)] for s in range(16)]

@@ -138,6 +138,32 @@ def test_bad_arguments_name_the_value() -> None:
         ElasticIterator([1, 2], 4, grain.ShardOptions(0, 1))  # type: ignore[arg-type]
 
 
+def test_the_iterator_is_its_own_iterator_in_either_mode() -> None:
+    logical = ElasticIterator(pipeline(), 4, grain.ShardOptions(1, 2), num_logical_shards=4)
+    assert iter(logical) is logical
+    assert logical.layout.num_logical_shards == 4 and logical.layout.rows == range(2, 4)
+    logical.start_prefetch()
+    with logical as same:
+        assert len(next(same)) == 2
+    with pytest.raises(ValueError):
+        next(logical)  # closed by the with block
+    grain_mode = ElasticIterator(grain.MapDataset.range(8), 4, grain.ShardOptions(0, 1))
+    assert iter(grain_mode) is grain_mode
+    assert next(grain_mode).tolist() == [0, 1, 2, 3]
+    assert grain_mode.get_state() == {"global_next_index": 4}
+    with pytest.raises(AttributeError, match=r"ElasticIterator\.layout is for logical shards"):
+        grain_mode.layout  # noqa: B018
+    assert repr(grain_mode).startswith("ElasticIterator(global_next_index=4, host 0 of 1")
+
+
+def test_bad_options_name_the_value_in_either_mode() -> None:
+    for ds in (grain.MapDataset.range(8), pipeline()):
+        with pytest.raises(TypeError, match="multiprocessing_options must be a grainfn"):
+            ElasticIterator(ds, 4, grain.ShardOptions(0, 1), multiprocessing_options=2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"read_options must be a grainfn\.ReadOptions, got 3"):
+        ElasticIterator(grain.MapDataset.range(8), 4, grain.ShardOptions(0, 1), read_options=3)  # type: ignore[arg-type]
+
+
 def test_grain_mode_hosts_agree_on_one_state(tmp_path: Path) -> None:
     ds = grain.MapDataset.range(64).seed(2).shuffle()
     two = [ElasticIterator(ds, 8, grain.ShardOptions(h, 2)) for h in range(2)]

@@ -13,8 +13,9 @@ Two modes, chosen by what is passed:
   divides `num_logical_shards`.
 
 Either iterator restores, through `grainfn.checkpoint.CheckpointRestore`, from
-a checkpoint written by any number of processes. Both are the core's; the
-classes here turn Grain's options into the core's arguments and wrap them.
+a checkpoint written by any number of processes. Both are the core's
+(`GlobalIndexBatches`, `LogicalShardBatches`); `ElasticIterator` turns
+Grain's options into the core's arguments and forwards to it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from grainfn._src.core.stream import Stream
 from grainfn._src.elastic.global_index import GlobalIndexBatches
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.logical_batches import LogicalShardBatches
@@ -38,7 +38,7 @@ from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.loader.sharding import ShardOptions
 
 
-class ElasticIterator(IterDataset[Any]):
+class ElasticIterator(IterDataset[Any], CheckpointableIterator[Any]):
     """Batches of `global_batch_size` rows split over hosts, resumable on another host count.
 
     Args:
@@ -85,9 +85,23 @@ class ElasticIterator(IterDataset[Any]):
         super().__init__()
         if not isinstance(shard_options, ShardOptions):
             raise TypeError(f"shard_options must be a grainfn.ShardOptions, got {shard_options!r}.")
+        workers = _checked_workers(multiprocessing_options)
+        worker_count = None if workers is None else workers.num_workers
+        worker_options = None if workers is None else workers.prefetch_arguments()
+        self._batches: GlobalIndexBatches | LogicalShardBatches
         if isinstance(ds, MapDataset) and num_logical_shards is None:
-            self._default: Any = _GrainElasticIterator(
-                ds, global_batch_size, shard_options, read_options, multiprocessing_options
+            reading = _checked_reading(read_options)
+            self._batches = GlobalIndexBatches(
+                map_core(ds, "ElasticIterator"),
+                global_batch_size,
+                shard_options.shard_index,
+                shard_options.shard_count,
+                threads=reading.threads,
+                buffer=reading.buffer,
+                thread_name=reading.thread_name,
+                workers=worker_count,
+                worker_options=worker_options,
+                instruments=config.instruments,
             )
             return
         if isinstance(ds, MapDataset):
@@ -96,158 +110,83 @@ class ElasticIterator(IterDataset[Any]):
             raise TypeError(
                 f"ElasticIterator takes a MapDataset or an IterDataset, got {type(ds).__name__}."
             )
-        self._default = ElasticDatasetIterator(
+        self._batches = LogicalShardBatches(
             iter_core(ds, "ElasticIterator"),
-            global_batch_size,
-            shard_options,
-            multiprocessing_options,
-            num_logical_shards,
-        )
-
-    def __iter__(self) -> Any:
-        return self._default
-
-    def __next__(self) -> Any:
-        return next(self._default)
-
-    def get_state(self) -> dict[str, Any]:
-        """The position after the last batch returned (see the iterator's `get_state`)."""
-        return self._default.get_state()
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Continues from a state this host or any other host count saved."""
-        self._default.set_state(state)
-
-    def set_state_from_files(self, saved: Sequence[Any]) -> None:
-        """Continues from the state files of every process that saved (Orbax restores so)."""
-        self._default.set_state_from_files(saved)
-
-    def close(self) -> None:
-        """Stops the threads and worker processes of the iterator."""
-        self._default.close()
-
-    def __repr__(self) -> str:
-        return f"ElasticIterator({self._default!r})"
-
-
-class ElasticDatasetIterator(CheckpointableIterator[Any]):
-    """This host's rows of each global batch, cut from logical shards: the core's, wrapped.
-
-    `get_state()` holds the states of this host's logical shards; a restart
-    with another host count gathers them from every process's file
-    (`set_state_from_files`, which `CheckpointRestore` calls). See
-    `grainfn._src.elastic.logical_batches.LogicalShardBatches`.
-    """
-
-    def __init__(
-        self,
-        stream: Stream[Any],
-        global_batch_size: int,
-        shard_options: ShardOptions,
-        multiprocessing_options: MultiprocessingOptions | None,
-        num_logical_shards: int | None,
-    ) -> None:
-        workers = multiprocessing_options
-        self._core = LogicalShardBatches(
-            stream,
             global_batch_size,
             shard_options.shard_index,
             shard_options.shard_count,
             num_logical_shards=num_logical_shards,
-            workers=None if workers is None else workers.num_workers,
-            worker_options=None if workers is None else workers.prefetch_arguments(),
+            workers=worker_count,
+            worker_options=worker_options,
             instruments=config.instruments,
         )
 
     @property
     def layout(self) -> Layout:
-        """The logical shards, global batch, and this host's part."""
-        return self._core.layout
+        """The logical shards, global batch, and this host's part (logical-shard mode)."""
+        return self._logical_shards("layout").layout
+
+    def __iter__(self) -> Any:
+        return self
 
     def __next__(self) -> Any:
-        return next(self._core)
+        return next(self._batches)
 
     def get_state(self) -> dict[str, Any]:
-        """The states of this host's logical shards after the last batch returned."""
-        return self._core.get_state()
+        """The position after the last batch returned.
+
+        `{"global_next_index": n}` in Grain's mode, the same on every host; in
+        logical-shard mode, the states of this host's logical shards.
+        """
+        return self._batches.get_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Continues from an elastic state holding (at least) this host's logical shards.
+        """Continues from a state this host or any other host count saved.
 
-        With `num_logical_shards=None`, the number saved in the state is taken.
+        In logical-shard mode with `num_logical_shards=None`, the number saved
+        in the state is taken.
 
         Raises:
-            ValueError: if the state was saved with another global batch size
-                or number of logical shards, or lacks one of this host's shards.
+            ValueError: if the state is not of this mode, or (logical shards) was
+                saved with another global batch size or number of logical
+                shards, or lacks one of this host's shards.
         """
-        self._core.set_state(state)
+        self._batches.set_state(state)
 
     def set_state_from_files(self, saved: Sequence[Any]) -> None:
-        """Continues from the `StateFile`s of every process that saved, any process count."""
-        self._core.set_state_from_files([(f.path, f.data) for f in saved])
+        """Continues from the `StateFile`s of every process that saved (Orbax restores so)."""
+        self._batches.set_state_from_files([(f.path, f.data) for f in saved])
 
     def start_prefetch(self) -> None:
-        """Starts the background reads now."""
-        self._core.start_prefetch()
+        """Starts the background reads now (logical-shard mode)."""
+        self._logical_shards("start_prefetch").start_prefetch()
 
     def close(self) -> None:
-        """Stops the threads and worker processes; `next` then raises ValueError."""
-        self._core.close()
+        """Stops the threads and worker processes of the iterator."""
+        self._batches.close()
 
-    def __repr__(self) -> str:
-        return f"ElasticDatasetIterator({self._core!r})"
-
-
-class _GrainElasticIterator(CheckpointableIterator[Any]):
-    """Grain's elastic MapDataset iterator: the core's `GlobalIndexBatches`, wrapped."""
-
-    def __init__(
-        self,
-        ds: MapDataset[Any],
-        global_batch_size: int,
-        shard_options: ShardOptions,
-        read_options: ReadOptions | None,
-        workers: MultiprocessingOptions | None,
-    ) -> None:
-        reading = ReadOptions() if read_options is None else read_options
-        if not isinstance(reading, ReadOptions):
-            raise TypeError(f"read_options must be a grainfn.ReadOptions, got {reading!r}.")
-        if workers is not None and not isinstance(workers, MultiprocessingOptions):
-            raise TypeError(
-                "multiprocessing_options must be a grainfn.MultiprocessingOptions, got "
-                f"{workers!r}."
+    def _logical_shards(self, name: str) -> LogicalShardBatches:
+        if not isinstance(self._batches, LogicalShardBatches):
+            raise AttributeError(
+                f"ElasticIterator.{name} is for logical shards (an IterDataset, or "
+                "num_logical_shards=); Grain's mode over a MapDataset has none."
             )
-        self._core = GlobalIndexBatches(
-            map_core(ds, "ElasticIterator"),
-            global_batch_size,
-            shard_options.shard_index,
-            shard_options.shard_count,
-            threads=reading.threads,
-            buffer=reading.buffer,
-            thread_name=reading.thread_name,
-            workers=None if workers is None else workers.num_workers,
-            worker_options=None if workers is None else workers.prefetch_arguments(),
-            instruments=config.instruments,
-        )
-
-    def __next__(self) -> Any:
-        return next(self._core)
-
-    def get_state(self) -> dict[str, Any]:
-        """`{"global_next_index": n}`: the same on every host, as in Grain."""
-        return self._core.get_state()
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Continues at the state's global position (any host count)."""
-        self._core.set_state(state)
-
-    def set_state_from_files(self, saved: Sequence[Any]) -> None:
-        """Continues from the process files of a save by any number of hosts (all alike)."""
-        self._core.set_state_from_files([(f.path, f.data) for f in saved])
-
-    def close(self) -> None:
-        """Stops the current reader's threads and worker processes."""
-        self._core.close()
+        return self._batches
 
     def __repr__(self) -> str:
-        return repr(self._core)
+        return f"ElasticIterator({self._batches!r})"
+
+
+def _checked_reading(read_options: ReadOptions | None) -> ReadOptions:
+    reading = ReadOptions() if read_options is None else read_options
+    if not isinstance(reading, ReadOptions):
+        raise TypeError(f"read_options must be a grainfn.ReadOptions, got {reading!r}.")
+    return reading
+
+
+def _checked_workers(workers: MultiprocessingOptions | None) -> MultiprocessingOptions | None:
+    if workers is not None and not isinstance(workers, MultiprocessingOptions):
+        raise TypeError(
+            f"multiprocessing_options must be a grainfn.MultiprocessingOptions, got {workers!r}."
+        )
+    return workers
