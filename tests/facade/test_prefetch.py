@@ -29,6 +29,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import grainfn
+from grainfn._src.stages.iterable import keeps_own_state
 from grainfn.testing import assert_elements_equal
 
 from support.pipelines import build_grain_stream, stream_specs
@@ -250,3 +251,33 @@ def test_a_list_or_a_negative_buffer_is_refused() -> None:
         grainfn.experimental.ThreadPrefetchDatasetIterator(
             iter(grainfn.MapDataset.range(3).to_iter_dataset()), -1
         )
+
+
+def test_either_parent_gives_a_thread_prefetch_iterator_whose_state_is_its_own() -> None:
+    class Counter:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def __next__(self) -> int:
+            self.n += 1
+            return self.n
+
+        def get_state(self) -> dict[str, int]:
+            return {"n": self.n}
+
+        def set_state(self, state: dict[str, int]) -> None:
+            self.n = state["n"]
+
+    ahead = grainfn.experimental.ThreadPrefetchDatasetIterator
+    pipeline = ahead(iter(grainfn.MapDataset.range(5).to_iter_dataset()), 2)
+    other = ahead(Counter(), 2)
+    for it in (pipeline, other):
+        assert isinstance(it, ahead) and isinstance(it, grainfn.DatasetIterator)
+        assert keeps_own_state(it)  # a dataset whose __iter__ returns it restores from it
+    assert pipeline.core.state is not None
+    with pytest.raises(AttributeError, match=r"reads a .*\.Counter, not a grainfn pipeline"):
+        other.core  # noqa: B018
+    assert repr(other).startswith("ThreadPrefetchDatasetIterator(prefetch_buffer_size=2) over a")
+    assert repr(other).endswith(".Counter")
+    pipeline.close()
+    other.close()

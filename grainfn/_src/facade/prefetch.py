@@ -66,7 +66,8 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
     behaviour), and so does one after the end. A `parent` without
     `get_state` is read ahead all the same; `get_state()` then raises a
     TypeError naming its type. The thread stops on `close()`, and when this
-    iterator is dropped without it.
+    iterator is dropped without it. The two ways are two subclasses, one
+    chosen when the iterator is made.
 
     Examples:
         >>> import grainfn as grain
@@ -96,21 +97,19 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
         >>> ahead.close()
     """
 
-    _ahead: IteratorReadAhead | None = None  # set for an iterator that is not grainfn's
+    def __new__(cls, parent: Iterator[T], prefetch_buffer_size: int) -> Any:
+        """One of two classes, chosen once by what `parent` is."""
+        if cls is ThreadPrefetchDatasetIterator:
+            pipeline = isinstance(parent, DatasetIterator) and hasattr(parent, "_core")
+            cls = _PipelineReadAhead if pipeline else _IteratorReadAhead
+        return super().__new__(cls)
 
-    def __init__(self, parent: Iterator[T], prefetch_buffer_size: int) -> None:
-        size = validate.check_nonnegative_int(prefetch_buffer_size, "prefetch_buffer_size")
-        if not callable(getattr(parent, "__next__", None)):
-            raise TypeError(
-                "ThreadPrefetchDatasetIterator reads ahead an iterator (an object with "
-                f"__next__), got {type(parent).__name__}. For a dataset, use "
-                "grain.experimental.ThreadPrefetchIterDataset(dataset, prefetch_buffer_size=n)."
-            )
-        if not (isinstance(parent, DatasetIterator) and hasattr(parent, "_core")):
-            super().__init__(parent if isinstance(parent, DatasetIterator) else ())
-            self._ahead = IteratorReadAhead(parent, size, "ThreadPrefetchDatasetIterator")
-            self._next = self._ahead.__next__  # holds the reader, never this iterator
-            return
+
+class _PipelineReadAhead(ThreadPrefetchDatasetIterator[T]):
+    """A grainfn pipeline's iterator read ahead by the core's `thread_prefetch`."""
+
+    def __init__(self, parent: DatasetIterator[T], prefetch_buffer_size: int) -> None:
+        size = _buffer_size(parent, prefetch_buffer_size)
         super().__init__(parent)
         stream = fn.thread_prefetch(size, parent.core.stream)
         state = parent.core.state
@@ -118,50 +117,62 @@ class ThreadPrefetchDatasetIterator(DatasetIterator[T]):
         self._codec = StateCodec(stream)
         self._attach(open_iterator(stream, state, config.instruments))
 
+    # A state of its own (the stream's), not the protocol's placeholders: a dataset whose
+    # __iter__ returns this iterator is restored from it, not by counting (stages/iterable.py).
+    get_state = DatasetIterator.get_state
+    set_state = DatasetIterator.set_state
+
+
+class _IteratorReadAhead(ThreadPrefetchDatasetIterator[T]):
+    """Any other iterator, read by the core's `IteratorReadAhead`, its state taken after each."""
+
+    def __init__(self, parent: Iterator[T], prefetch_buffer_size: int) -> None:
+        size = _buffer_size(parent, prefetch_buffer_size)
+        super().__init__(parent if isinstance(parent, DatasetIterator) else ())
+        self._ahead = IteratorReadAhead(parent, size, "ThreadPrefetchDatasetIterator")
+        self._next = self._ahead.__next__  # holds the reader, never this iterator
+
     @property
     def core(self) -> StreamIterator[T]:
-        """The core iterator (AttributeError when `parent` is not a grainfn iterator)."""
-        if self._ahead is not None:
-            raise AttributeError(
-                f"This ThreadPrefetchDatasetIterator reads a {self._ahead.parent_type}, not a "
-                "grainfn pipeline: it has no core iterator."
-            )
-        return self._core
+        """The core iterator, which a parent that is not a grainfn iterator lacks."""
+        raise AttributeError(
+            f"This ThreadPrefetchDatasetIterator reads a {self._ahead.parent_type}, not a "
+            "grainfn pipeline: it has no core iterator."
+        )
 
     def get_state(self) -> Any:
         """The position after the last element returned: `parent`'s own state."""
-        if self._ahead is not None:
-            return self._ahead.get_state()
-        return super().get_state()
+        return self._ahead.get_state()
 
     def set_state(self, state: Any) -> None:
         """Continues from a state `get_state` returned (or `parent` would take)."""
-        if self._ahead is not None:
-            self._ahead.set_state(state)
-        else:
-            super().set_state(state)
+        self._ahead.set_state(state)
 
     def start_prefetch(self) -> None:
         """Starts the background reads now, for example before restoring a model."""
-        if self._ahead is not None:
-            self._ahead.start_prefetch()
-        else:
-            super().start_prefetch()
+        self._ahead.start_prefetch()
 
     def close(self) -> None:
         """Stops the thread and closes `parent`; `next` then raises ValueError."""
-        if self._ahead is not None:
-            self._ahead.close()
-        else:
-            super().close()
+        self._ahead.close()
 
     def __repr__(self) -> str:
-        if self._ahead is not None:
-            return (
-                f"ThreadPrefetchDatasetIterator(prefetch_buffer_size={self._ahead.size}) over a "
-                f"{self._ahead.parent_type}"
-            )
-        return super().__repr__()
+        return (
+            f"ThreadPrefetchDatasetIterator(prefetch_buffer_size={self._ahead.size}) over a "
+            f"{self._ahead.parent_type}"
+        )
+
+
+def _buffer_size(parent: Any, prefetch_buffer_size: Any) -> int:
+    """`prefetch_buffer_size`, checked, after checking that `parent` is an iterator."""
+    size = validate.check_nonnegative_int(prefetch_buffer_size, "prefetch_buffer_size")
+    if not callable(getattr(parent, "__next__", None)):
+        raise TypeError(
+            "ThreadPrefetchDatasetIterator reads ahead an iterator (an object with "
+            f"__next__), got {type(parent).__name__}. For a dataset, use "
+            "grain.experimental.ThreadPrefetchIterDataset(dataset, prefetch_buffer_size=n)."
+        )
+    return size
 
 
 def multithread_prefetch(
