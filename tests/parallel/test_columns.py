@@ -15,7 +15,7 @@ from hypothesis.extra import numpy as hnp
 from grainfn import fn
 from grainfn._src.parallel.columns import Columns
 from grainfn._src.parallel.ring import Ring, RingReader
-from grainfn._src.parallel.transfer import INLINE_BYTES, decode, encode
+from grainfn._src.parallel.transfer import INLINE_BYTES, decode_block, encode_block
 
 from support.leaks import assert_nothing_left, mapped_rings
 
@@ -49,10 +49,10 @@ def assert_same_tree(ours: Any, theirs: Any) -> None:
 
 
 def round_trip(block: list[Any], ring: Ring | None = None, **kw: Any) -> list[Any]:
-    encoded = encode(block, ring=ring, **kw)
+    encoded = encode_block(block, ring=ring, **kw)
     reader = None if ring is None else RingReader(os.dup(ring.descriptor))
     try:
-        return decode(encoded.data, encoded.descriptor, encoded.sizes, encoded.at, reader)
+        return decode_block(encoded.data, encoded.descriptor, encoded.sizes, encoded.at, reader)
     finally:
         if reader is not None:
             reader.close()
@@ -125,18 +125,18 @@ def test_small_rows_are_copies_and_large_rows_share_the_block() -> None:
     assert not any(np.shares_memory(back[0], other) for other in back[1:])
     assert all(row.base is None for row in back)  # a row kept alone keeps only its bytes
     large = [np.full(INLINE_BYTES, i, np.uint8) for i in range(3)]
-    encoded = encode(large)
+    encoded = encode_block(large)
     assert encoded.descriptor is not None and len(encoded.data) < 400
-    back = decode(encoded.data, encoded.descriptor, encoded.sizes)
+    back = decode_block(encoded.data, encoded.descriptor, encoded.sizes)
     back[1][0] = 9  # writable views of one memory file, each its own row
     assert back[1][0] == 9 and back[0][0] == 0 and back[2][0] == 2
 
 
 def test_columns_in_a_memory_file_are_aligned_for_their_dtype() -> None:
     block = [{"b": np.ones(5, np.uint8), "x": np.ones(3000, np.float64)} for _ in range(3)]
-    encoded = encode(block)
+    encoded = encode_block(block)
     assert encoded.descriptor is not None
-    back = decode(encoded.data, encoded.descriptor, encoded.sizes)
+    back = decode_block(encoded.data, encoded.descriptor, encoded.sizes)
     assert all(e["x"].flags.aligned for e in back)
     assert_same_in_transit(back, block)
 
@@ -147,10 +147,10 @@ def test_a_ring_carries_small_rows_and_reuses_its_bytes() -> None:
     places = []
     for k in range(10):
         block = [np.full(4096, k, np.uint8)] * 3  # 12 KiB a block: four fit
-        encoded = encode(block, ring=ring)
+        encoded = encode_block(block, ring=ring)
         assert encoded.descriptor is None and encoded.at is not None
         places.append(encoded.at % ring.capacity)
-        back = decode(encoded.data, None, encoded.sizes, encoded.at, reader)
+        back = decode_block(encoded.data, None, encoded.sizes, encoded.at, reader)
         assert [int(row[0]) for row in back] == [k] * 3
     assert places == [0, 12_288, 24_576, 36_864] * 2 + [0, 12_288]  # lap after lap
     reader.close()
@@ -159,11 +159,11 @@ def test_a_ring_carries_small_rows_and_reuses_its_bytes() -> None:
 def test_a_block_the_ring_cannot_hold_now_travels_in_a_file_of_its_own() -> None:
     ring = Ring(64 + 2**20)
     block = [np.ones(60_000, np.uint8)] * 4  # a quarter of the ring at most goes there
-    assert all(encode(block, ring=ring).at is not None for _ in range(4))
-    fifth = encode(block, ring=ring)  # nothing freed yet: no room, and no waiting
+    assert all(encode_block(block, ring=ring).at is not None for _ in range(4))
+    fifth = encode_block(block, ring=ring)  # nothing freed yet: no room, and no waiting
     assert fifth.at is None and fifth.descriptor is not None
     fifth.close()
-    too_big = encode([np.ones(60_000, np.uint8)] * 5, ring=Ring(64 + 2**20))
+    too_big = encode_block([np.ones(60_000, np.uint8)] * 5, ring=Ring(64 + 2**20))
     assert too_big.at is None and too_big.descriptor is not None
     too_big.close()
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import grainfn as grain
 from grainfn import fn
 from grainfn._src.parallel.processes import WorkerError
-from grainfn._src.parallel.transfer import INLINE_BYTES, decode, encode
+from grainfn._src.parallel.transfer import INLINE_BYTES, decode_block, encode_block
 from grainfn.testing import assert_elements_equal
 
 from support.leaks import assert_nothing_left, open_memory_files, segments, workers
@@ -87,28 +87,28 @@ def test_grain_pipelines_give_the_same_batches_for_0_to_8_workers(num_workers: i
 def test_arrays_cross_in_a_memory_file_and_come_back_writable() -> None:
     large = np.arange(INLINE_BYTES // 8, dtype=np.float64).reshape(-1, 8)
     block = [{"x": large, "y": [np.ones(INLINE_BYTES, np.uint8)]}, 7, "text"]
-    encoded = encode(block)
+    encoded = encode_block(block)
     assert encoded.descriptor is not None and open_memory_files() == 1
     assert encoded.sizes == [INLINE_BYTES, INLINE_BYTES]
     assert len(encoded.data) < 400  # the arrays are not in the pickle
     descriptor = encoded.descriptor
-    back = decode(encoded.data, descriptor, encoded.sizes)
+    back = decode_block(encoded.data, descriptor, encoded.sizes)
     assert_elements_equal(back, block)
     with pytest.raises(OSError):
-        os.fstat(descriptor)  # decode closed it; the arrays keep the mapping
+        os.fstat(descriptor)  # decode_block closed it; the arrays keep the mapping
     back[0]["x"][0, 0] = 100.0  # writable
     assert back[0]["x"][0, 0] == 100.0
     del back
     assert open_memory_files() == 0  # the memory went with the last array
-    assert encode([1, 2]).descriptor is None
+    assert encode_block([1, 2]).descriptor is None
 
 
 def test_without_memory_files_arrays_travel_inside_the_pickle() -> None:
     block = [{"x": np.arange(INLINE_BYTES, dtype=np.float64)}, 7]
-    encoded = encode(block, memory_files=False)
+    encoded = encode_block(block, memory_files=False)
     assert encoded.descriptor is None and encoded.sizes == []
     assert len(encoded.data) > 8 * INLINE_BYTES
-    back = decode(encoded.data, None, [])
+    back = decode_block(encoded.data, None, [])
     assert_elements_equal(back, block)
     back[0]["x"][0] = 100.0
     assert back[0]["x"][0] == 100.0
@@ -116,9 +116,9 @@ def test_without_memory_files_arrays_travel_inside_the_pickle() -> None:
 
 def test_small_arrays_travel_inside_the_pickle_and_come_back_writable() -> None:
     block = [{"x": np.arange(12.0).reshape(3, 4)}, np.ones(INLINE_BYTES - 1, np.uint8)]
-    encoded = encode(block)
+    encoded = encode_block(block)
     assert encoded.descriptor is None and encoded.sizes == []
-    back = decode(encoded.data, encoded.descriptor, encoded.sizes)
+    back = decode_block(encoded.data, encoded.descriptor, encoded.sizes)
     assert_elements_equal(back, block)
     back[0]["x"][0, 0] = 100.0
     assert back[0]["x"][0, 0] == 100.0

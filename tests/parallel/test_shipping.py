@@ -27,7 +27,7 @@ from faults.test_process_faults import in_session
 from support.leaks import PIPELINE_FILE, memory_files_anywhere, open_memory_files
 from support.waiting import wait_until
 
-MEMORY_FILE = f"/memfd:{shipping.MEMORY_FILE_NAME} (deleted)"  # as /proc shows one
+MEMORY_FILE = f"/memfd:{shipping.PIPELINE_FILE_NAME} (deleted)"  # as /proc shows one
 IMAGES = 200
 SHAPE = (IMAGES, 64, 64, 3)  # 2.4 MB: far above the size left inside the pickle
 
@@ -77,7 +77,7 @@ def read_in_workers(dataset: Any, workers: int = 2) -> list[Any]:
 def test_the_pickle_leaves_large_arrays_out_and_holds_no_copy() -> None:
     data = images()
     small = np.arange(3, dtype=np.uint8)
-    shipped = shipping.encode(fn.map(lambda x: x + small, fn.source(ImageSource(data))))
+    shipped = shipping.encode_pipeline(fn.map(lambda x: x + small, fn.source(ImageSource(data))))
     assert len(shipped.data) < 20_000
     assert [buffer.nbytes for buffer in shipped.buffers] == [data.nbytes]
     assert np.shares_memory(np.frombuffer(shipped.buffers[0], np.uint8), data)
@@ -234,6 +234,6 @@ def test_a_killed_program_leaves_no_pipeline_memory_behind(tmp_path: Path) -> No
 
 def test_objects_that_are_not_arrays_still_travel_inside_the_pickle() -> None:
     records = [{"id": i, "text": "x" * 100} for i in range(2_000)]
-    shipped = shipping.encode(fn.source(records))
+    shipped = shipping.encode_pipeline(fn.source(records))
     assert shipped.buffers == ()
     assert read_in_workers(fn.source(records)) == records

@@ -18,10 +18,10 @@ from typing import Any
 
 from grainfn._src.parallel import shipping
 from grainfn._src.parallel.ring import RING_FILE_NAME
-from grainfn._src.parallel.transfer import MEMORY_FILE_NAME
+from grainfn._src.parallel.transfer import BLOCK_FILE_NAME
 
-MEMORY_FILE = f"/memfd:{MEMORY_FILE_NAME}"
-PIPELINE_FILE = f"/memfd:{shipping.MEMORY_FILE_NAME}"
+MEMORY_FILE = f"/memfd:{BLOCK_FILE_NAME}"
+PIPELINE_FILE = f"/memfd:{shipping.PIPELINE_FILE_NAME}"
 """A pipeline's arrays, shared with its workers: held while the pipeline lives (see shipping)."""
 
 

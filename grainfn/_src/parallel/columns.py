@@ -5,7 +5,7 @@ on its own, copied through the worker's socket, and unpickled in the parent,
 tens of microseconds apiece, which costs more than a cheap map saves. Most
 blocks are alike element by element (the same dict keys, the same shapes),
 so `Columns.of(block)` stacks each array leaf into one array, written
-straight into the block's memory file (`transfer.encode`), and the parent
+straight into the block's memory file (`transfer.encode_block`), and the parent
 takes its rows: one copy in the worker, one in the parent, whatever the
 block holds.
 

@@ -64,7 +64,7 @@ from grainfn._src.parallel.fork_server import start_context, warm
 from grainfn._src.parallel.lifecycle import Worker, how_it_died, kill, stop_workers
 from grainfn._src.parallel.ring import RingReader
 from grainfn._src.parallel.shipping import COPY_RATE, Shipped, ship
-from grainfn._src.parallel.transfer import Channel, decode, sweep_dead_segments
+from grainfn._src.parallel.transfer import Channel, decode_block, sweep_dead_segments
 from grainfn._src.parallel.worker import rebuild_error, worker_main
 
 
@@ -535,7 +535,7 @@ def _decoded(
 ) -> tuple[list[Any], Exception | None]:
     """A block as sent, or none and the error that unpickling it raised."""
     try:
-        return decode(data, descriptor, sizes, at, ring), None
+        return decode_block(data, descriptor, sizes, at, ring), None
     except Exception as error:
         error.add_note(
             f"Raised unpickling a block that grainfn worker {index} sent: its elements must "

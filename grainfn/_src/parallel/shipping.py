@@ -46,7 +46,7 @@ import numpy as np
 INLINE_BYTES = 64 * 1024
 """Buffers smaller than this travel inside the pickle: sharing them costs more than the copy."""
 
-MEMORY_FILE_NAME = "grainfn-pipeline"
+PIPELINE_FILE_NAME = "grainfn-pipeline"
 """The name a pipeline's memory file shows in /proc/PID/fd and /proc/PID/maps."""
 
 _ALIGNMENT = 64  # each buffer starts at a multiple of this in the memory file
@@ -150,7 +150,7 @@ def ray_arrays(shipped: Shipped) -> list[np.ndarray]:
     return [np.frombuffer(buffer, dtype=np.uint8) for buffer in shipped.buffers]
 
 
-def encode(pipeline: Any) -> Shipped:
+def encode_pipeline(pipeline: Any) -> Shipped:
     """Pickles `pipeline` with its large buffers out of band (see the module).
 
     Raises:
@@ -178,7 +178,7 @@ def encode(pipeline: Any) -> Shipped:
 
 
 def ship(pipeline: tuple[Any, ...]) -> Shipped:
-    """`encode(pipeline)`, once for as long as the objects of the tuple `pipeline` live.
+    """`encode_pipeline(pipeline)`, once for as long as the objects of the tuple `pipeline` live.
 
     A pipeline is the same when its parts are the same objects (the datasets
     an iterator reads, its `worker_init_fn`): a second iterator, a new epoch,
@@ -190,7 +190,7 @@ def ship(pipeline: tuple[Any, ...]) -> Shipped:
         entry = _CACHE.get(key)
     if entry is not None and all(ref() is part for ref, part in zip(entry[1], pipeline)):
         return entry[0]
-    shipped = encode(pipeline)
+    shipped = encode_pipeline(pipeline)
     refs = tuple(_reference(part) for part in pipeline)
     watched = [part for part, ref in zip(pipeline, refs) if isinstance(ref, weakref.ref)]
     if not watched:
@@ -320,7 +320,7 @@ def _write_memory_file(buffers: Sequence[memoryview]) -> tuple[int, tuple[int, .
         length = -(-length // _ALIGNMENT) * _ALIGNMENT
         offsets.append(length)
         length += buffer.nbytes
-    descriptor = os.memfd_create(MEMORY_FILE_NAME, os.MFD_CLOEXEC)
+    descriptor = os.memfd_create(PIPELINE_FILE_NAME, os.MFD_CLOEXEC)
     try:
         os.ftruncate(descriptor, max(1, length))
         for offset, buffer in zip(offsets, buffers):

@@ -49,7 +49,7 @@ from grainfn._src.parallel.ring import Ring, RingReader
 INLINE_BYTES = 64 * 1024
 """Buffers smaller than this travel inside the pickle, not through a memory file."""
 
-MEMORY_FILE_NAME = "grainfn-block"
+BLOCK_FILE_NAME = "grainfn-block"
 """The name memory files show in /proc/PID/fd and /proc/PID/maps (as `memfd:grainfn-block`)."""
 
 HAS_MEMORY_FILES = hasattr(os, "memfd_create")
@@ -82,7 +82,7 @@ class Encoded:
             self.descriptor = None
 
 
-def encode(
+def encode_block(
     block: list[Any], memory_files: bool = HAS_MEMORY_FILES, ring: Ring | None = None
 ) -> Encoded:
     """Pickles `block`, moving buffers of `INLINE_BYTES` or more into one memory file.
@@ -139,7 +139,7 @@ def _encode_columns(
 
 def _columns_in_memory_file(spec: Spec, rows: list[list[Any]], sizes: list[int]) -> Encoded:
     """`Columns` of `rows` whose arrays are stacked in place, end to end, in a new memory file."""
-    descriptor = os.memfd_create(MEMORY_FILE_NAME, os.MFD_CLOEXEC)
+    descriptor = os.memfd_create(BLOCK_FILE_NAME, os.MFD_CLOEXEC)
     try:
         os.ftruncate(descriptor, sum(sizes))
         mapping = mmap.mmap(descriptor, sum(sizes), **_UNTRACKED)
@@ -173,14 +173,14 @@ def _pickled_in_place(spec: Spec, rows: list[list[Any]], memory: Any, inline_byt
     return pickle.dumps(columns, protocol=5, buffer_callback=out_of_band)
 
 
-def decode(
+def decode_block(
     data: bytes,
     descriptor: int | None,
     sizes: Sequence[int],
     at: int | None = None,
     ring: RingReader | None = None,
 ) -> list[Any]:
-    """Unpickles a block from `encode`; its arrays are writable views of the memory file.
+    """Unpickles a block from `encode_block`; its arrays are writable views of the memory file.
 
     Takes ownership of `descriptor` (closed here). The mapping stays for as
     long as an array uses it; the memory is freed when the last one goes. A
@@ -252,7 +252,7 @@ class Channel:
 
 
 def _write_memory_file(views: list[memoryview]) -> int:
-    descriptor = os.memfd_create(MEMORY_FILE_NAME, os.MFD_CLOEXEC)
+    descriptor = os.memfd_create(BLOCK_FILE_NAME, os.MFD_CLOEXEC)
     try:
         os.ftruncate(descriptor, max(1, sum(view.nbytes for view in views)))
         for view in views:  # PickleBuffer.raw(): flat, contiguous bytes

@@ -39,7 +39,7 @@ from grainfn._src.core.validate import UserStopIterationError
 from grainfn._src.parallel.deaths import WorkerError, interrupted, of_leaf, worker_name
 from grainfn._src.parallel.ring import Ring
 from grainfn._src.parallel.shipping import load_message
-from grainfn._src.parallel.transfer import HAS_MEMORY_FILES, Channel, encode
+from grainfn._src.parallel.transfer import HAS_MEMORY_FILES, Channel, encode_block
 
 
 def worker_main(connection: multiprocessing.connection.Connection, index: int, count: int) -> None:
@@ -144,10 +144,10 @@ def _answer(
     block, read_error = _read(dataset, first, stop, where)
     failure = None if read_error is None else (error_payload(read_error), _format(read_error))
     try:
-        encoded = encode(block, ring=ring)
+        encoded = encode_block(block, ring=ring)
     except Exception as encode_error:  # an element that does not pickle
         _note_main_module(encode_error)
-        encoded = encode([])
+        encoded = encode_block([])
         failure = (error_payload(encode_error), _format(encode_error))
     seconds = time.perf_counter() - started  # blocks are sized by the time they cost
     last = failure is not None or stop >= task_stop
