@@ -24,7 +24,7 @@ SHAPE = (16, 16, 3)
 
 NUM_CLASSES = 10
 
-RECORD = np.dtype([("image", np.uint8, SHAPE), ("label", np.int64)])
+RECORD_DTYPE = np.dtype([("image", np.uint8, SHAPE), ("label", np.int64)])
 """One stored example: the image and its label, as a 0-d structured array."""
 
 
@@ -63,12 +63,12 @@ class SyntheticImages:
 
 
 def write_images(images: SyntheticImages, path: Path, num_shards: int) -> list[str]:
-    """Writes the images to ArrayRecord shards, one `.npy` record of `RECORD` each.
+    """Writes the images to ArrayRecord shards, one `.npy` record of `RECORD_DTYPE` each.
 
     Returns:
         The paths of the shard files, in order.
     """
-    records = np.zeros(len(images), RECORD)
+    records = np.zeros(len(images), RECORD_DTYPE)
     for index in range(len(images)):
         item = images[index]
         records["image"][index], records["label"][index] = item["image"], item["label"]
@@ -80,7 +80,7 @@ def decode(record: bytes) -> dict[str, Any]:
 
     Examples:
         >>> from grainfn.sources import encode_array
-        >>> stored = np.zeros((), RECORD)
+        >>> stored = np.zeros((), RECORD_DTYPE)
         >>> stored["label"] = 7
         >>> decode(encode_array(stored))["label"]
         7

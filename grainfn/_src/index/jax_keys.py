@@ -19,8 +19,8 @@ import numpy as np
 KEY_IMPL = "threefry2x32"
 """The PRNG of random_map's keys, whatever `jax_default_prng_impl` says (see `seed_key`)."""
 
-SEED_LIMIT = 2**64
-"""A jax key holds a seed below 2**64."""
+KEY_SEED_LIMIT = 2**64
+"""A jax key holds a seed below 2**64 (an op seed is below `validate.SEED_LIMIT`, 2**32)."""
 
 
 def seed_key(seed: int) -> Any:

@@ -203,7 +203,7 @@ def random_map(
             f"random_map rng must be one of {list(RNGS)} (a numpy Generator, Grain's draws; "
             f"or a jax.random key, the device's), got {validate.short_repr(rng)}."
         )
-    limit = jax_keys.SEED_LIMIT if rng == "jax" else None
+    limit = jax_keys.KEY_SEED_LIMIT if rng == "jax" else None
     if isinstance(data, Stream):
         seed = op_seed(seed, data, "random_map", limit=limit)
         return RandomMappedStream(data, fn, seed, rng=rng)

@@ -131,11 +131,11 @@ def _check_file(path: str) -> None:
         raise ValueError(not_regular_message(path, "ArrayRecord", mode))
 
 
-def describe(paths: tuple[str, ...], reader_options: Mapping[str, str]) -> str:
+def array_record_repr(paths: tuple[str, ...], reader_options: Mapping[str, str]) -> str:
     """A source's repr: its files (the first and last ones and a digest of all if many), options.
 
     Examples:
-        >>> describe(("a.array_record",), {"max_parallelism": "1"})
+        >>> array_record_repr(("a.array_record",), {"max_parallelism": "1"})
         "ArrayRecordDataSource('a.array_record', reader_options={'max_parallelism': '1'})"
     """
     if len(paths) == 1:

@@ -107,7 +107,7 @@ class ArrayRecordDataSource:
         self._counts = tuple(reader_lib.count_records(files, self._options))
         self._layout = layout_lib.layout(self._counts)
         self._length = self._layout.length
-        self._repr = paths_lib.describe(shown, reader_options_dict)
+        self._repr = paths_lib.array_record_repr(shown, reader_options_dict)
         self._start_process()
 
     def _start_process(self) -> None:
