@@ -3,7 +3,7 @@
 A packed feature of length `T` over `R` rows is `R * T` cells tiled, row by
 row, by pieces: for each element of the row, the padding up to its (aligned)
 start and then the element, and after the last one the padding to the row's
-end. `layout` works the pieces out for every feature at once with numpy;
+end. `tile_rows` works the pieces out for every feature at once with numpy;
 `fill` writes one feature's values, positions and segment ids, each with one
 `np.concatenate` (or `np.repeat`), so every cell is written once and the
 per-element Python work is a list comprehension. The three arrays share one
@@ -23,7 +23,7 @@ import numpy as np
 from grainfn._src.packing.spec import PackSpec
 
 
-class Layout(NamedTuple):
+class Pieces(NamedTuple):
     """The pieces that tile a block's rows, for every feature.
 
     Attributes:
@@ -37,9 +37,9 @@ class Layout(NamedTuple):
     segments: np.ndarray
 
 
-def layout(
+def tile_rows(
     rows: np.ndarray, sizes: np.ndarray, lengths: Sequence[int], alignments: Sequence[int]
-) -> Layout:
+) -> Pieces:
     """The pieces of a block whose elements, sorted by row, are in `rows` with `sizes`.
 
     Row `r` is pieces `[pad, element]` for each of its elements, then `[pad]`.
@@ -53,7 +53,7 @@ def layout(
         alignments: Per feature, the alignment.
 
     Examples:
-        >>> pieces = layout(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
+        >>> pieces = tile_rows(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
         >>> pieces.elements.tolist(), pieces.sizes[:, 0].tolist(), pieces.segments.tolist()
         ([-1, 0, -1, 1, -1, -1, 2, -1], [0, 3, 1, 2, 0, 0, 4, 2], [0, 1, 0, 2, 0, 0, 1, 0])
     """
@@ -79,12 +79,12 @@ def layout(
     piece_sizes[2 * last + np.arange(num_rows) + 2] = np.asarray(lengths) - ends[last]
     segments = np.zeros(total, np.int32)
     segments[slots + 1] = np.arange(1, count + 1) - first
-    return Layout(index, piece_sizes, segments)
+    return Pieces(index, piece_sizes, segments)
 
 
 def fill(
     values: Sequence[np.ndarray],
-    pieces: Layout,
+    pieces: Pieces,
     feature: int,
     num_rows: int,
     length: int,
@@ -96,7 +96,7 @@ def fill(
 
     Args:
         values: The elements' values (sorted by row), each with a leading length axis.
-        pieces: The block's `layout`.
+        pieces: The block's pieces, from `tile_rows`.
         feature: Which column of `pieces.sizes` is this feature's.
         num_rows: The number of rows `R`.
         length: The feature's packed length `T`.
@@ -110,7 +110,7 @@ def fill(
 
     Examples:
         >>> sizes = np.array([[3], [2], [4]])
-        >>> pieces = layout(np.array([0, 0, 1]), sizes, [6], [2])
+        >>> pieces = tile_rows(np.array([0, 0, 1]), sizes, [6], [2])
         >>> values, segments, positions = fill(
         ...     [np.arange(3), np.arange(2), np.arange(4)], pieces, 0, 2, 6, padding=-1)
         >>> values

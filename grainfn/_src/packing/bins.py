@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.packing.arrays import Memory, fill, layout
+from grainfn._src.packing.arrays import Memory, fill, tile_rows
 from grainfn._src.packing.spec import POSITIONS, SEGMENT_IDS, PackSpec
 from grainfn._src.packing.trees import collect, rebuild, where
 
@@ -280,7 +280,7 @@ class Block:
         order = np.argsort(np.array(self.rows), kind="stable")  # by bin, in placement order
         rows = np.array(self.rows)[order]
         sizes = np.array(self.sizes).reshape(count, leaves)[order]
-        pieces = layout(rows, sizes, spec.lengths, spec.alignments or (1,) * leaves)
+        pieces = tile_rows(rows, sizes, spec.lengths, spec.alignments or (1,) * leaves)
         columns = list(zip(*[self.elements[k] for k in order.tolist()]))  # per leaf
         names = spec.features if spec.trees is None else [_name(path) for path in spec.paths]
         arrays = [

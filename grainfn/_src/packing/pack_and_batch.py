@@ -10,10 +10,10 @@ one. A batch is the tuple `(data, segment_ids, positions)`, three trees of
 `length_struct`'s structure whose leaves have shapes `(batch_size, T, ...)`,
 `(batch_size, T)` and `(batch_size, T)`; rows no element went into are zeros.
 
-Placement is the first-fit `Block` of `grainfn._src.packing.bins`, the arrays
-are made by its `layout` and `fill`. The state holds no data: the batches
-yielded, and the parent's state before the next batch's first element, from
-which resuming reads that batch again.
+Placement is the first-fit `Block` of `grainfn._src.packing.bins`; the arrays
+are made by `tile_rows` and `fill` of `grainfn._src.packing.arrays`. The state
+holds no data: the batches yielded, and the parent's state before the next
+batch's first element, from which resuming reads that batch again.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset, function_name
 from grainfn._src.core.reading import as_stream
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
-from grainfn._src.packing.arrays import Layout, fill, layout
+from grainfn._src.packing.arrays import Pieces, fill, tile_rows
 from grainfn._src.packing.bins import Block, as_sequence
 from grainfn._src.packing.spec import PackSpec
 from grainfn._src.packing.trees import collect, positive_leaves, rebuild, where
@@ -110,7 +110,7 @@ class PackAndBatchSpec:
         rows = np.array(block.rows)[order]
         sizes = np.array(block.sizes).reshape(count, features)[order]
         pieces = _with_empty_rows(
-            layout(rows, sizes, self.lengths, (1,) * features),
+            tile_rows(rows, sizes, self.lengths, (1,) * features),
             self.batch_size - block.open,
             self.lengths,
         )
@@ -127,11 +127,11 @@ class PackAndBatchSpec:
         )
 
 
-def _with_empty_rows(pieces: Layout, count: int, lengths: tuple[int, ...]) -> Layout:
+def _with_empty_rows(pieces: Pieces, count: int, lengths: tuple[int, ...]) -> Pieces:
     """`pieces` followed by `count` rows of padding only: a batch's rows no element went into."""
     if not count:
         return pieces
-    return Layout(
+    return Pieces(
         np.concatenate([pieces.elements, np.full(count, -1, np.int64)]),
         np.concatenate([pieces.sizes, np.tile(np.array(lengths, np.int64), (count, 1))]),
         np.concatenate([pieces.segments, np.zeros(count, np.int32)]),
