@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from grainfn._src.core import validate
-from grainfn._src.formats.array_record import layout as layout_lib
+from grainfn._src.formats.array_record import file_ranges as ranges_lib
 from grainfn._src.formats.array_record import paths as paths_lib
 from grainfn._src.formats.array_record import reader as reader_lib
 
@@ -105,8 +105,8 @@ class ArrayRecordDataSource:
         self._in_place = reader_lib.reads_in_place(reader_options_dict)
         self._parallel = parallel_reads or not self._in_place
         self._counts = tuple(reader_lib.count_records(files, self._options))
-        self._layout = layout_lib.layout(self._counts)
-        self._length = self._layout.length
+        self._ranges = ranges_lib.file_ranges(self._counts)
+        self._length = self._ranges.length
         self._repr = paths_lib.array_record_repr(shown, reader_options_dict)
         self._start_process()
 
@@ -123,7 +123,7 @@ class ArrayRecordDataSource:
 
     def __getitem__(self, index: int) -> bytes:
         """Record `index` (0 <= index < len) as bytes."""
-        return self._read_one(*layout_lib.locate(self._layout, self._check(index)))
+        return self._read_one(*ranges_lib.locate(self._ranges, self._check(index)))
 
     def __getitems__(self, indices: Sequence[int] | np.ndarray) -> list[bytes]:
         """The records at `indices` (any order, repeats allowed), in that order.
@@ -142,7 +142,7 @@ class ArrayRecordDataSource:
         low, high = min(keys), max(keys)
         if low < 0 or high >= self._length:
             self._check(low if low < 0 else high)
-        parts = layout_lib.split_by_file(self._layout, keys)
+        parts = ranges_lib.split_by_file(self._ranges, keys)
         if parts[0].slots is None:
             return self._read_many(parts[0].file, parts[0].positions)
         records: list[Any] = [None] * len(keys)
@@ -159,7 +159,7 @@ class ArrayRecordDataSource:
     # -- Reading.
 
     def _check(self, index: Any) -> int:
-        return layout_lib.check_index(index, self._length, self._repr)
+        return ranges_lib.check_index(index, self._length, self._repr)
 
     def _reader(self, shard: int) -> tuple[Any, threading.Lock]:
         """The open reader of file `shard` and its lock, opened on first use in this process."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grainfn._src.formats.array_record.layout import layout, locate, split_by_file
+from grainfn._src.formats.array_record.file_ranges import file_ranges, locate, split_by_file
 
 
 def reference(counts: list[int]) -> list[tuple[int, int]]:
@@ -24,7 +24,7 @@ def counts_and_keys(draw: st.DrawFn) -> tuple[list[int], list[int]]:
 @given(counts_and_keys())
 def test_locate_matches_the_concatenated_lists(case: tuple[list[int], list[int]]) -> None:
     counts, _ = case
-    where = layout(counts)
+    where = file_ranges(counts)
     assert where.length == sum(counts)
     assert [locate(where, i) for i in range(where.length)] == reference(counts)
 
@@ -37,7 +37,7 @@ def test_split_by_file_groups_a_block_and_keeps_its_slots(
     if not keys:
         return
     expected = reference(counts)
-    parts = split_by_file(layout(counts), keys)
+    parts = split_by_file(file_ranges(counts), keys)
     assert [part.file for part in parts] == sorted({expected[k][0] for k in keys})
     seen = []
     for part in parts:

@@ -15,8 +15,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 
-class Layout(NamedTuple):
-    """The cumulative record counts of a sequence of files.
+class FileRanges(NamedTuple):
+    """The source indices each of a sequence of files holds: their cumulative record counts.
 
     Attributes:
         starts: The source index of each file's first record.
@@ -49,16 +49,16 @@ class FilePart(NamedTuple):
     positions: list[int]
 
 
-def layout(counts: Sequence[int]) -> Layout:
-    """The layout of files holding `counts` records.
+def file_ranges(counts: Sequence[int]) -> FileRanges:
+    """The record ranges of files holding `counts` records.
 
     Examples:
-        >>> layout([3, 0, 2]).ends
+        >>> file_ranges([3, 0, 2]).ends
         [3, 3, 5]
     """
     ends = list(itertools.accumulate(counts))
     starts = [end - count for end, count in zip(ends, counts)]
-    return Layout(starts, ends, np.asarray(ends, dtype=np.int64))
+    return FileRanges(starts, ends, np.asarray(ends, dtype=np.int64))
 
 
 def check_index(index: Any, length: int, owner: str) -> int:
@@ -86,26 +86,26 @@ def check_index(index: Any, length: int, owner: str) -> int:
     return key
 
 
-def locate(where: Layout, index: int) -> tuple[int, int]:
+def locate(where: FileRanges, index: int) -> tuple[int, int]:
     """(file, position in the file) of record `index`, for `0 <= index < length`.
 
     Examples:
-        >>> locate(layout([3, 0, 2]), 3)
+        >>> locate(file_ranges([3, 0, 2]), 3)
         (2, 0)
     """
     file = bisect.bisect_right(where.ends, index) if len(where.ends) > 1 else 0
     return file, index - where.starts[file]
 
 
-def split_by_file(where: Layout, keys: list[int]) -> list[FilePart]:
+def split_by_file(where: FileRanges, keys: list[int]) -> list[FilePart]:
     """The indices `keys` (all in range) grouped by file, files in order.
 
     Examples:
-        >>> for part in split_by_file(layout([3, 0, 2]), [4, 0, 3, 2]):
+        >>> for part in split_by_file(file_ranges([3, 0, 2]), [4, 0, 3, 2]):
         ...     print(part)
         FilePart(file=0, slots=[1, 3], positions=[0, 2])
         FilePart(file=2, slots=[0, 2], positions=[1, 0])
-        >>> split_by_file(layout([3, 0, 2]), [1, 0])
+        >>> split_by_file(file_ranges([3, 0, 2]), [1, 0])
         [FilePart(file=0, slots=None, positions=[1, 0])]
     """
     if len(where.ends) == 1:
