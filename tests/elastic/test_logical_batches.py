@@ -2,7 +2,7 @@
 
 The facade's `ElasticIterator` over an IterDataset wraps it; its checkpoint
 files and Orbax restores are tested in tests/facade/test_elastic_iterator.py, the stream
-itself in test_elastic_stream.py.
+itself in test_stream.py.
 """
 
 from __future__ import annotations

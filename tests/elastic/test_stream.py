@@ -265,64 +265,11 @@ def test_the_state_after_a_failed_batch_is_after_the_batches_handed_out() -> Non
     assert it.state == twin.state
 
 
-def test_a_state_says_the_step_and_the_state_of_each_shard() -> None:
-    stream = elastic_batches(4, fn.range(16), num_logical_shards=2, host=1, num_hosts=2)
-    iterator = fn.iterate(stream)
-    next(iterator)
-    saved = states.ElasticCodec(stream).encode(iterator.state)
-    assert saved["step"] == 1 and saved["num_logical_shards"] == 2
-    assert list(saved["shards"]) == ["1"]
-    assert saved["shards"]["1"]["state"] == {"kind": "DatasetPosition", "position": 2}
-    assert fn.state_to_dict(stream, iterator.state)["state"]["kind"] == "ElasticState"
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ((8, 6, 0, 4), "6 logical shards allow 1, 2, 3 or 6 hosts"),
-        ((9, 6, 0, 3), "global_batch_size 9 is not a multiple of num_logical_shards 6"),
-        ((8, 4, 2, 2), r"host \(shard_index\) must be in \[0, 2\)"),
-        ((8, 0, 0, 1), "num_logical_shards must be a positive integer"),
-    ],
-)
-def test_a_layout_that_cannot_be_is_refused(args: tuple[int, ...], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        Layout(*args)
-
-
 def test_a_stage_without_positions_to_slice_is_refused() -> None:
     datasets = fn.source([fn.range(3), fn.range(4)])
     interleaved = fn.interleave(2, datasets)
     with pytest.raises(ValueError, match="cannot be cut from 'interleave"):
         logical_shard(interleaved, 0, 2)
-
-
-def test_merging_refuses_a_shard_saved_twice_and_files_of_two_steps() -> None:
-    stream = elastic_batches(4, fn.range(16), num_logical_shards=2)
-    saved = states.ElasticCodec(stream).encode(stream.init())
-    with pytest.raises(ValueError, match="Logical shard 0 is in two state files, a and b"):
-        states.merge([("a", saved), ("b", saved)])
-    later = dict(saved, step=3, shards={})
-    with pytest.raises(ValueError, match="disagree on step"):
-        states.merge([("a", saved), ("b", later)])
-    with pytest.raises(ValueError, match="is not the state of an elastic iterator"):
-        states.merge([("a", {"global_next_index": 3})])
-    with pytest.raises(ValueError, match="elastic state version 7"):
-        states.merge([("a", dict(saved, elastic=7))])
-
-
-def test_decoding_refuses_another_layout_and_a_missing_shard() -> None:
-    stream = elastic_batches(4, fn.range(16), num_logical_shards=2)
-    codec = states.ElasticCodec(stream)
-    saved = codec.encode(stream.init())
-    other = states.ElasticCodec(elastic_batches(8, fn.range(16), num_logical_shards=2))
-    with pytest.raises(ValueError, match="saved with global_batch_size=4"):
-        other.decode(saved)
-    with pytest.raises(ValueError, match="holds logical shards 0, but this host runs 0, 1: 1"):
-        codec.decode(dict(saved, shards={"0": saved["shards"]["0"]}))
-    elsewhere = states.ElasticCodec(elastic_batches(4, fn.range(17), num_logical_shards=2))
-    with pytest.raises(ValueError, match="Logical shard 0: State belongs to another pipeline"):
-        elsewhere.decode(saved)
 
 
 def test_a_stream_random_map_draws_differently_in_every_shard() -> None:
@@ -335,43 +282,6 @@ def test_a_stream_random_map_draws_differently_in_every_shard() -> None:
     # Element k of shard s takes the draws of index s + 4k: together, those of the whole.
     assert sorted(x for shard in shards for x in shard) == sorted(whole)
     assert shards[1][2] == whole[1 + 4 * 2]
-
-
-stream_maps_and_filters = st.lists(
-    st.sampled_from(
-        [fn.map(f) for f in grainfn.testing.MAPS.values()]
-        + [fn.filter(f) for f in grainfn.testing.FILTERS.values()]
-    ),
-    min_size=1,
-    max_size=3,
-)
-
-
-@given(grainfn.testing.datasets(), stream_maps_and_filters, st.booleans())
-def test_maps_and_filters_moved_into_the_dataset_keep_the_elements_and_states(
-    ds: fn.Dataset, stages: list[Any], allow_nones: bool
-) -> None:
-    from grainfn._src.elastic.pushdown import into_dataset
-
-    assume(ds.length < INFINITE)  # a filter that drops every element of an endless one never ends
-    stream = fn.from_dataset(ds, allow_nones=allow_nones)
-    for stage in stages:
-        stream = stage(stream)
-    moved = into_dataset(stream)
-    note(f"{stream!r}\n->\n{moved!r}")
-
-    def run(s: fn.Stream) -> tuple[list[Any], list[Any]]:
-        it = fn.iterate(s)
-        elements, states = [], [it.state]
-        try:
-            for element in itertools.islice(it, 300):
-                elements.append(digest([element]))
-                states.append(it.state)
-        except (ValueError, TypeError):
-            reject()  # the pipeline itself fails (a ragged batch inside it)
-        return elements, states
-
-    assert run(moved) == run(stream)
 
 
 def tokens(x: int) -> dict[str, np.ndarray]:
