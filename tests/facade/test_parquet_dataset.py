@@ -1,7 +1,7 @@
 """ParquetIterDataset's facade: get_state and set_state, and set_slice of its file list.
 
 The rows, against Grain's, and the core Parquet stream are tested in
-tests/formats/test_parquet.py; TFRecord's in tests/formats/test_tfrecord.py
+tests/formats/parquet/test_stream.py; TFRecord's in tests/formats/test_tfrecord.py
 and test_tfrecord_dataset.py.
 """
 

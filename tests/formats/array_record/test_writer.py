@@ -1,4 +1,4 @@
-"""write_array_records and the array codec: round trips, shard layout, argument checks."""
+"""write_array_records: round trips, shard layout, argument checks (the codec: test_codec.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from grainfn._src.formats.array_record.writer import shard_paths
 from grainfn.sources import (
     ArrayRecordDataSource,
     decode_array,
-    encode_array,
     write_array_records,
 )
 
@@ -66,31 +62,6 @@ def test_arrays_round_trip_through_decode_array(tmp_path: Path, num_shards: int)
         # The records are plain .npy files: numpy reads them too.
         np.testing.assert_array_equal(np.load(io.BytesIO(record), allow_pickle=False), expected)
     assert decode_array(source[1]).flags.f_contiguous
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    hnp.arrays(
-        dtype=st.one_of(hnp.integer_dtypes(), hnp.floating_dtypes(), hnp.complex_number_dtypes()),
-        shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4),
-    )
-)
-def test_encode_then_decode_is_the_identity(array: np.ndarray) -> None:
-    for copy in (True, False):
-        back = decode_array(encode_array(array), copy=copy)
-        assert back.dtype == array.dtype and back.shape == array.shape
-        np.testing.assert_array_equal(back, array)
-        assert back.flags.writeable is copy
-
-
-def test_decode_array_refuses_what_is_not_an_array_record() -> None:
-    with pytest.raises(ValueError, match=r"not an array in \.npy format \(it starts with b'hello'"):
-        decode_array(b"hello")
-    record = encode_array(np.arange(4, dtype=np.int32))
-    with pytest.raises(ValueError, match=r"announces 4 element\(s\) of int32 \(16 bytes\) but 15"):
-        decode_array(record[:-1])
-    with pytest.raises(TypeError, match="array of Python objects"):
-        encode_array(np.array([1, "a", None], dtype=object))
 
 
 def test_a_generator_is_streamed_to_one_shard_and_counted_for_several(tmp_path: Path) -> None:
