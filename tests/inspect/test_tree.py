@@ -1,4 +1,4 @@
-"""describe: the pipeline as a tree of stages, with lengths and seeds."""
+"""Tests for grainfn._src.inspect.tree: describe, the pipeline as a tree of stages."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from hypothesis import assume, given
 import grainfn as grain
 from grainfn import fn, testing
 from grainfn._src.core.dataset import pipeline_lines
+from grainfn._src.inspect import stats, tree
+from grainfn._src.inspect.timing import Counter
+from grainfn._src.inspect.view import StageView, view
 
 
 def noise(x: Any, rng: np.random.Generator) -> Any:
@@ -119,3 +122,41 @@ def test_bad_input_names_the_value_and_what_is_accepted() -> None:
 
     with pytest.raises(TypeError, match="defines its own iterator"):
         grain.describe(OwnIterator())
+
+
+def timed_view(counter: Counter, note: str = "") -> StageView:
+    return StageView(fn.range(4), (), counter, note)
+
+
+def test_timing_text_of_a_stage_not_yet_called() -> None:
+    assert tree.timing_text(stats.stats_of(timed_view(Counter()))) == "not called"
+    noted = stats.stats_of(timed_view(Counter(), note="in workers"))
+    assert tree.timing_text(noted) == "not called (in workers)"
+
+
+def test_timing_text_shows_calls_elements_times_and_where_elements_were_read() -> None:
+    counter = Counter()
+    counter.add(4, 2_000_000)
+    counter.add_reads(1, 3)
+    assert tree.timing_text(stats.stats_of(timed_view(counter))) == (
+        "1 calls, 4 elements, total 2.00 ms, self 2.00 ms, 500 µs/element; "
+        "1 read here, 3 by the executor"
+    )
+
+
+def test_stage_line_joins_description_facts_and_timing() -> None:
+    counter = Counter()
+    counter.add(2, 3_000)
+    line = tree.stage_line(timed_view(counter))
+    assert line == "range(0, 4, 1)  [length 4]  | 1 calls, 2 elements, total 3.00 µs, " + (
+        "self 3.00 µs, 1.50 µs/element"
+    )
+
+
+def test_stage_facts_leave_out_a_seed_the_description_already_shows() -> None:
+    explicit = view(fn.shuffle(fn.range(3), seed=5))
+    assert tree.stage_facts(explicit) == ["length 3"]
+    derived = view(fn.shuffle(fn.seed(2, fn.range(3))))
+    [length, seed_from] = tree.stage_facts(derived)
+    assert (length, seed_from) == ("length 3", "seed from seed(2)")
+    assert tree.stage_facts(view(fn.from_dataset(fn.range(3)))) == []
