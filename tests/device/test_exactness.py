@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grainfn import fn
-from grainfn._src.index import wide
 
 TOP32 = 2**31 - 1
 
@@ -76,28 +75,6 @@ def test_random_mixes_under_batches_are_exact_in_32_bits(
     if ds.length == 0:
         return
     assert_device_equals_host(ds, [p % ds.length + (p // ds.length) * ds.length for p in positions])
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    a=st.integers(0, 2**32 - 1),
-    b=st.integers(0, 2**32 - 1),
-    small=st.integers(1, 2**24 - 1),
-    large=st.integers(1, 2**32 - 1),
-)
-def test_two_word_arithmetic_equals_python_integers(a: int, b: int, small: int, large: int) -> None:
-    high, low = wide.multiply(jnp.uint32(a), jnp.uint32(b))
-    assert int(high) * 2**32 + int(low) == a * b
-    value = (a * b) % 2**64
-    high, low = jnp.uint32(value >> 32), jnp.uint32(value % 2**32)
-    (qh, ql), r = wide.divmod_small(high, low, small)
-    assert (int(qh) * 2**32 + int(ql), int(r)) == divmod(value, small)
-    q, r = wide.divmod_low(high, low, large)
-    assert (int(q), int(r)) == (value // large % 2**32, value % large)
-    top, bottom = wide.add(high, low, jnp.uint32(b))
-    assert int(top) * 2**32 + int(bottom) == (value + b) % 2**64
-    top, bottom = wide.multiply_pair(high, low, jnp.uint32(small))
-    assert int(top) * 2**32 + int(bottom) == (value * small) % 2**64
 
 
 def test_states_out_of_jit_work_with_every_host_state_api() -> None:

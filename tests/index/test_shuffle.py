@@ -321,52 +321,6 @@ def test_bad_types_raise() -> None:
         shuffle_indices(np.array([0.5]), 5, 0)
 
 
-# --- jax ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def x64():
-    import jax
-
-    previous = jax.config.read("jax_enable_x64")
-    jax.config.update("jax_enable_x64", True)
-    yield jax
-    jax.config.update("jax_enable_x64", previous)
-
-
-@pytest.mark.parametrize("length", [1, 2, 1000, 65537, 10**6 + 3, 2**31])
-def test_jax_32_bit_matches_numpy(length: int) -> None:
-    import jax
-
-    assert not jax.config.read("jax_enable_x64")
-    indices = np.arange(0, min(3 * length, 2**31 - 1), max(1, 3 * length // 3000))
-    expected = shuffle_indices(indices, length, 77)
-    traced = jax.jit(lambda x: shuffle_indices(x, length, 77))(jax.numpy.asarray(indices))
-    assert traced.dtype == np.int32
-    assert np.array_equal(np.asarray(traced), expected)
-    eager = shuffle_indices(jax.numpy.asarray(indices), length, 77)
-    assert np.array_equal(np.asarray(eager), expected)
-
-
-def test_jax_32_bit_rejects_lengths_needing_x64() -> None:
-    import jax
-
-    with pytest.raises(ValueError, match="jax_enable_x64"):
-        shuffle_indices(jax.numpy.arange(3), 2**32 + 1, 0)
-    with pytest.raises(ValueError, match="got -1"):
-        shuffle_indices(jax.numpy.array([0, -1]), 10, 0)
-
-
-@pytest.mark.parametrize("length", [1000, 2**33 + 5, 2**62 + 12345, 2**63 - 1])
-def test_jax_x64_matches_numpy(x64, length: int) -> None:
-    jax = x64
-    indices = np.arange(0, 2000) * (2 * length // 2000 if length < 2**62 else length // 2000)
-    expected = shuffle_indices(indices, length, 2**32 - 1)
-    traced = jax.jit(lambda x: shuffle_indices(x, length, 2**32 - 1))(jax.numpy.asarray(indices))
-    assert traced.dtype == np.int64
-    assert np.array_equal(np.asarray(traced), expected)
-
-
 def test_import_does_not_import_jax() -> None:
     import subprocess
     import sys

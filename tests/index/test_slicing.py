@@ -1,4 +1,4 @@
-"""Index math of slice, repeat, mix and concatenate against Python references."""
+"""Index math of slice, take and repeat against Python references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grainfn._src.index import mixing, slicing
+from grainfn._src.index import slicing
 
 bounds = st.one_of(st.none(), st.integers(-30, 30))
 steps = st.one_of(st.none(), st.integers(-5, 5).filter(lambda s: s != 0))
@@ -43,53 +43,40 @@ def test_index_table_names_out_of_range_position() -> None:
         slicing.index_table(["a"], 5)
 
 
-@given(st.lists(st.integers(1, 400), min_size=1, max_size=5).map(tuple))
-def test_mix_keys_count_up_per_component(proportions: tuple[int, ...]) -> None:
-    """Each component is read in order: its n-th appearance reads its key n."""
-    components, keys = mixing.mix_indices(np.arange(300), proportions)
-    seen = [0] * len(proportions)
-    for component, key in zip(components.tolist(), keys.tolist()):
-        assert key == seen[component]
-        seen[component] += 1
-    scalar = [mixing.mix_index(k, proportions) for k in range(300)]
-    assert list(zip(components.tolist(), keys.tolist())) == scalar
-
-
-@given(st.lists(st.integers(1, 400), min_size=1, max_size=5).map(tuple))
-def test_mix_shares_follow_proportions(proportions: tuple[int, ...]) -> None:
-    count = 20 * sum(proportions)
-    components, _ = mixing.mix_indices(np.arange(count), proportions)
-    counts = np.bincount(components, minlength=len(proportions))
-    assert counts.tolist() == [20 * p for p in proportions]
-
-
-def test_mix_indices_match_scalar_for_huge_positions() -> None:
-    proportions = (100, 250, 333)
-    indices = np.array([0, 2**40, 2**62, 2**63 - 2], dtype=np.int64)
-    components, keys = mixing.mix_indices(indices, proportions)
-    expected = [mixing.mix_index(int(i), proportions) for i in indices]
-    assert list(zip(components.tolist(), keys.tolist())) == expected
-
-
-@given(st.lists(st.integers(0, 6), min_size=1, max_size=5))
-def test_concatenate_matches_list_concatenation_per_epoch(lengths: list[int]) -> None:
-    total = sum(lengths)
-    if total == 0:
-        return
-    components, keys = mixing.concat_indices(np.arange(3 * total), lengths)
-    expected = [
-        (c, k + epoch * n) for epoch in range(3) for c, n in enumerate(lengths) for k in range(n)
-    ]
-    assert list(zip(components.tolist(), keys.tolist())) == expected
-
-
 def test_addressable_guard() -> None:
     slicing.check_addressable(2**62, 10, 10)
     with pytest.raises(OverflowError, match="past the last addressable position"):
         slicing.check_addressable(10, 10, 2**63 - 1)
 
 
-def test_index_functions_trace_under_jax_jit() -> None:
+def test_contiguous_parts_cover_the_length_once_in_order() -> None:
+    for length in range(0, 12):
+        for parts in range(1, 5):
+            together = [p for i in range(parts) for p in slicing.contiguous_part(length, i, parts)]
+            assert together == list(range(length))
+            sizes = [len(slicing.contiguous_part(length, i, parts)) for i in range(parts)]
+            assert max(sizes) - min(sizes) <= 1
+            assert sizes == sorted(sizes, reverse=True)  # the longer parts come first
+
+
+def test_contiguous_parts_drop_the_remainder_when_asked() -> None:
+    kept = [slicing.contiguous_part(11, i, 3, drop_remainder=True) for i in range(3)]
+    assert kept == [range(0, 3), range(3, 6), range(6, 9)]
+
+
+def test_repeat_indices_pass_through_or_fold_into_the_first_epoch() -> None:
+    indices = np.arange(12)
+    assert slicing.repeat_indices(indices, 5, True).tolist() == list(range(12))
+    assert slicing.repeat_indices(indices, 5, False).tolist() == [i % 5 for i in range(12)]
+
+
+def test_index_table_accepts_numpy_integers_and_wraps_negative_positions() -> None:
+    table = slicing.index_table([np.int64(-1), np.int32(2), 0], 5)
+    assert table.dtype == np.int64
+    assert table.tolist() == [4, 2, 0]
+
+
+def test_slicing_functions_trace_under_jax_jit() -> None:
     import jax
     import jax.numpy as jnp
 
@@ -106,27 +93,3 @@ def test_index_functions_trace_under_jax_jit() -> None:
     table = np.array([3, 1, 4, 1, 5])
     taken = jax.jit(lambda i: slicing.take_indices(i, table, 9))(jax_indices)
     np.testing.assert_array_equal(taken, slicing.take_indices(indices, table, 9))
-
-    proportions = (100, 250, 175)
-    c_jax, k_jax = jax.jit(lambda i: mixing.mix_indices(i, proportions))(jax_indices)
-    c_np, k_np = mixing.mix_indices(indices, proportions)
-    np.testing.assert_array_equal(c_jax, c_np)
-    np.testing.assert_array_equal(k_jax, k_np)
-
-    c_jax, k_jax = jax.jit(lambda i: mixing.concat_indices(i, [3, 0, 7]))(jax_indices)
-    c_np, k_np = mixing.concat_indices(indices, [3, 0, 7])
-    np.testing.assert_array_equal(c_jax, c_np)
-    np.testing.assert_array_equal(k_jax, k_np)
-
-
-def test_mix_indices_under_jax_x64_for_large_positions() -> None:
-    import jax
-    import jax.numpy as jnp
-
-    proportions = (100, 300)
-    with jax.enable_x64(True):
-        positions = jnp.array([0, 10**12, 10**15], dtype=jnp.int64)
-        c_jax, k_jax = jax.jit(lambda i: mixing.mix_indices(i, proportions))(positions)
-        c_np, k_np = mixing.mix_indices(np.asarray(positions), proportions)
-    np.testing.assert_array_equal(c_jax, c_np)
-    np.testing.assert_array_equal(k_jax, k_np)
