@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from packing.test_pack import STRATEGIES, assert_all_equal, grain_packed, ours
+from packing.test_stream import STRATEGIES, assert_all_equal, grain_packed, ours
 
 import grainfn as grain
 from grainfn import fn

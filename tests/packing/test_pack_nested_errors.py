@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from packing.test_pack import STRATEGIES, grain_packed, ours
+from packing.test_stream import STRATEGIES, grain_packed, ours
 
 import grainfn as grain
 from grainfn import fn
