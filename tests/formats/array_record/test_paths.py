@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grainfn._src.formats.array_record.paths import describe, resolve
+from grainfn._src.formats.array_record.paths import array_record_repr, resolve
 
 
 def touch(folder: Path, *names: str) -> list[str]:
@@ -73,10 +73,12 @@ def test_a_fifo_is_refused_before_any_reader_opens_it(tmp_path: Path) -> None:
         resolve(str(fifo))
 
 
-def test_describe_spells_out_few_files_and_digests_many() -> None:
-    assert describe(("a",), {}) == "ArrayRecordDataSource('a')"
-    assert describe(("a", "b"), {}) == "ArrayRecordDataSource(['a', 'b'])"
-    many = describe(tuple("abcde"), {"max_parallelism": "1"})
+def test_array_record_repr_spells_out_few_files_and_digests_many() -> None:
+    assert array_record_repr(("a",), {}) == "ArrayRecordDataSource('a')"
+    assert array_record_repr(("a", "b"), {}) == "ArrayRecordDataSource(['a', 'b'])"
+    many = array_record_repr(tuple("abcde"), {"max_parallelism": "1"})
     assert many.startswith("ArrayRecordDataSource(['a', 'b', ..., 'e'] (5 files, sha256 ")
     assert many.endswith("), reader_options={'max_parallelism': '1'})")
-    assert describe(tuple("abcde"), {}) != describe(tuple("abxde"), {})  # the digest sees all
+    assert array_record_repr(tuple("abcde"), {}) != array_record_repr(
+        tuple("abxde"), {}
+    )  # the digest sees all
