@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -112,4 +111,3 @@ def test_after_counts_steps_across_epochs() -> None:
     assert (int(later[0]), int(later[1])) == (5, 2)
     many = after(MODE_32, epoch, offset, jnp.arange(4), 10)
     assert many[0].tolist() == [2, 2, 2, 3] and many[1].tolist() == [7, 8, 9, 0]
-    assert jax.jit(lambda c: after(MODE_32, epoch, offset, c, 10))(3)[0] == 3
