@@ -11,14 +11,10 @@ from typing import Any
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import (
-    BlockReader,
-    BlockSizer,
-    next_block_size,
-    reading_waits,
-    threads_keep_up,
-)
+from grainfn._src.core.blocks import BlockReader, BlockSizer, ThreadExecutor, next_block_size
+from grainfn._src.core.executor_policy import reading_waits, threads_keep_up
 
+from support.scripted_clock import CostedExecutor, ScriptedClock, charged
 from support.waiting import wait_until
 
 
@@ -55,20 +51,46 @@ def stream_of(source: Any, threads: int, buffer: int = 64) -> Any:
 def test_waiting_reads_use_threads_and_give_the_same_elements_and_states() -> None:
     plain = list(fn.iterate(stream_of(SleepySource(300), threads=0)))
     it = fn.iterate(stream_of(SleepySource(300), threads=8))
-    reader = it._cursor.parent.reader  # type: ignore[attr-defined]
-    got, states, read_ahead = [], [], False
-    for element in it:
+    got, states = [], []
+    for element in it:  # wherever each block is read: that is the policy's (below)
         got.append(element)
         states.append(it.state)
-        # A sleeping read takes no CPU however busy the machine, so threads start
-        # after three blocks, and stay for at least one trial.
-        read_ahead |= reader.reads_ahead
-    assert read_ahead
     assert got == plain
     wait_for_no_reader_threads()  # threads end once everything is read
     for k in (0, 7, 51, len(plain) - 1):
         rest = list(fn.iterate(stream_of(SleepySource(300), threads=0), states[k]))
         assert rest == plain[k + 1 :]
+
+
+def test_reads_seen_to_wait_three_blocks_in_a_row_go_to_threads() -> None:
+    clock = ScriptedClock()
+    data = fn.map(lambda x: 3 * x, fn.range(300))
+    pools: list[CostedExecutor] = []
+
+    def threads() -> CostedExecutor:
+        pools.append(CostedExecutor(ThreadExecutor(data, 8, 64), clock, 5e-5))
+        return pools[-1]
+
+    # Each element waits 0.5 ms here, computing nothing: blocks of 1, 2, 4 and 4 elements,
+    # the first too short to judge (0.5 ms), the next three waiting.
+    waiting = charged(data, clock, 5e-4, waits=True)
+    reader = BlockReader(waiting, 0, 8, 64, clock=clock, thread_pool=threads)
+    sizes, on_threads = [], []
+    got: list[Any] = []
+    for _ in range(4):
+        got += reader.read()[1]
+        sizes.append(len(got))
+        on_threads.append(reader.reads_ahead)
+    assert sizes == [1, 3, 7, 11] and on_threads == [False, False, False, True]
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            break
+    assert got == [3 * x for x in range(300)]
+    [pool] = pools  # ten times less wait: the threads keep the work
+    assert pool.blocks[0][0] == 11 and pool.blocks[-1][1] == 300
+    wait_for_no_reader_threads()
 
 
 def test_a_read_waits_when_its_thread_computes_less_than_a_quarter_of_its_time() -> None:
@@ -173,14 +195,19 @@ def test_threads_must_keep_the_consumer_waiting_much_less_than_reading_itself() 
     assert threads_keep_up(waited_per_element=1.0, own_cost=0.0)  # nothing to compare with yet
 
 
-def read_on_threads(own_cost: float) -> tuple[list[Any], list[bool]]:
-    """Reads `spin` over 4000 positions on threads, reading here said to cost `own_cost`
-    seconds per element; returns the elements and whether threads read after each block."""
-    reader = BlockReader(fn.map(spin, fn.range(4000)), 0, threads=4, buffer=64)
-    got: list[Any] = list(reader.read()[1])
-    reader.start(seconds_per_element=0.0001)
-    reader.own_costs.clear()
-    reader.own_costs.append(own_cost)
+def read_on_threads(here: float, ahead: float) -> tuple[list[Any], list[bool]]:
+    """Reads `spin` over 4000 positions on real threads from the first block, reading here
+    costing `here` seconds an element and the threads' blocks `ahead` (on a scripted clock);
+    returns the elements and whether threads read after each block."""
+    clock = ScriptedClock()
+    data = fn.map(spin, fn.range(4000))
+
+    def threads() -> CostedExecutor:
+        return CostedExecutor(ThreadExecutor(data, 4, 64), clock, ahead)
+
+    reader = BlockReader(charged(data, clock, here), 0, 4, 64, clock=clock, thread_pool=threads)
+    got: list[Any] = list(reader.read()[1])  # reading here measured: `here`
+    reader.start(seconds_per_element=here)
     on_threads = []
     while True:
         try:
@@ -191,29 +218,19 @@ def read_on_threads(own_cost: float) -> tuple[list[Any], list[bool]]:
 
 
 def test_threads_that_do_not_help_give_way_to_the_calling_thread() -> None:
-    """A shared machine can make computing look like waiting; threads must then prove faster.
-    Reading here is said to cost nothing, so no wait for the threads is short enough."""
-    got, on_threads = read_on_threads(own_cost=1e-12)
+    """A shared machine can make computing look like waiting; threads must then prove faster:
+    here, the consumer waits 1.2 times less for them than reading itself, not 1.5."""
+    got, on_threads = read_on_threads(here=1.2e-4, ahead=1e-4)
     assert on_threads[0] and not all(on_threads)
     assert got == [spin(x) for x in range(4000)]
     wait_for_no_reader_threads()
 
 
 def test_threads_that_help_keep_reading() -> None:
-    got, on_threads = read_on_threads(own_cost=10.0)  # 10 s per element here: threads win
+    got, on_threads = read_on_threads(here=1e-3, ahead=1e-4)  # 10 times less wait: they win
     assert all(on_threads)
     assert got == [spin(x) for x in range(4000)]
     wait_for_no_reader_threads()
-
-
-class Clock:
-    """A clock the test moves: `seconds` pass only when it says so."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_the_next_block_grows_while_blocks_are_cheap_and_halves_when_slow() -> None:
@@ -228,7 +245,7 @@ def test_the_next_block_grows_while_blocks_are_cheap_and_halves_when_slow() -> N
 
 
 def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> None:
-    sizer = BlockSizer(limit=1024, clock=Clock())
+    sizer = BlockSizer(limit=1024, clock=ScriptedClock())
     assert sizer.start() == 1
     sizer.done()  # a free block: the next one is 16 times as big
     assert sizer.start(at_least=100) == 100  # the caller needs 100 now
@@ -239,15 +256,15 @@ def test_a_block_sizer_reads_what_is_asked_at_once_and_grows_from_there() -> Non
 
 
 def test_a_block_sizer_judges_each_part_of_a_block_read_in_parts() -> None:
-    clock = Clock()
+    clock = ScriptedClock()
     sizer = BlockSizer(limit=1024, clock=clock)
     sizer.start(at_least=64)
-    clock.now += 0.03  # 30 ms for the whole block: slow for one part, cheap for 100 parts
+    clock.advance(0.03)  # 30 ms for the whole block: slow for one part, cheap for 100 parts
     assert sizer.done(parts=100) == pytest.approx(0.0003)
     assert sizer.start() == 256
     sizer.done()
     sizer.size = 64
     sizer.start()
-    clock.now += 0.03
+    clock.advance(0.03)
     sizer.done()  # one part of 30 ms: the next block halves
     assert sizer.start() == 32

@@ -1,11 +1,10 @@
 """An executor earns its place: work too cheap for it is read in the consumer, with the same output.
 
-The policy itself runs on a clock the test moves (`ScriptedExecutor`): where
-every block was read is then exact. Real worker processes and threads are
-checked on work that is either clearly cheap (a numpy flip) or clearly
-expensive (a sleep of milliseconds per element), so that the decision is the
-same on any machine, however busy; where an element was read is recorded in
-it (the process id, or the thread).
+The policy (`ExecutorPolicy`) is given costs and asserted decisions; the
+reader that asks it runs on a clock the test moves (`ScriptedExecutor`, or
+`support.scripted_clock` around real worker processes and threads): where
+every block was read is then exact, the same on any machine however busy,
+and recorded in each element (the process id, or the thread).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import itertools
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,35 +21,315 @@ import numpy as np
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import (
-    MAX_TASK,
-    START_AFTER,
-    START_AT_ONCE,
-    START_COSTS,
-    BlockReader,
+from grainfn._src.core.blocks import BlockReader, Meter, Result, ThreadExecutor
+from grainfn._src.core.executor_policy import (
+    DEFAULT_TUNING,
+    Decision,
+    ExecutorPolicy,
     Fallback,
-    Meter,
-    Result,
+    Tuning,
+    reading_waits,
 )
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 from faults.faulty import Fault
 from support.gated import gated_load
 from support.leaks import assert_nothing_left
+from support.scripted_clock import CostedExecutor, ScriptedClock, charged
 from support.waiting import wait_until
 
 # ---------------------------------------------------------------------------
-# The policy on a clock the test moves.
+# The policy alone: costs given, decisions asserted.
+
+KEEP, HAND_OVER, RETRY, TAKE_BACK, FALL_BACK = (
+    Decision.KEEP,
+    Decision.HAND_OVER,
+    Decision.RETRY,
+    Decision.TAKE_BACK,
+    Decision.FALL_BACK,
+)
 
 
-class Clock:
-    """A clock that moves only when told: by reading an element here, or waiting for a block."""
+def own_blocks(
+    policy: ExecutorPolicy,
+    clock: ScriptedClock,
+    costs: list[float],
+    elements: int = 100,
+    waited: bool = False,
+    executor: bool = True,
+) -> list[Decision]:
+    """The decisions after blocks of `elements` read here, each element costing `costs[k]`."""
+    decisions = []
+    for cost in costs:
+        clock.advance(cost * elements)
+        policy.read_here(cost * elements)
+        decisions.append(
+            policy.own_block(cost, waited, executor=executor, starting=False, threads=True)
+        )
+    return decisions
 
-    def __init__(self) -> None:
-        self.now = 0.0
 
-    def __call__(self) -> float:
-        return self.now
+def executor_blocks(
+    policy: ExecutorPolicy,
+    clock: ScriptedClock,
+    costs: list[float],
+    elements: int = 100,
+    own_threads: bool = False,
+) -> list[Decision]:
+    """The decisions after blocks of `elements` from the executor, each costing `costs[k]`."""
+    decisions = []
+    for cost in costs:
+        clock.advance(cost * elements, cpu=0.0)
+        decisions.append(
+            policy.executor_block(
+                cost * elements, elements, cost * elements, own_threads=own_threads
+            )
+        )
+    return decisions
+
+
+def measured_here(cost: float) -> tuple[ExecutorPolicy, ScriptedClock]:
+    """A policy whose executor just started, reading here measured at `cost` an element."""
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)
+    for _ in range(2):
+        policy.own_block(cost, False, executor=True, starting=True, threads=False)
+    policy.executor_starts(gain=1.0, uncounted=1)
+    return policy, clock
+
+
+def test_an_executor_that_pays_keeps_the_work() -> None:
+    policy, clock = measured_here(1e-3)
+    # The first block is not counted (it waited for the start); the trial is 4 more.
+    assert executor_blocks(policy, clock, [1e-4] * 5) == [KEEP] * 5
+    assert policy.judged and policy.ahead_won is True and policy.last_wait == pytest.approx(1e-4)
+
+
+def test_an_executor_slower_than_reading_here_loses_at_the_end_of_its_trial() -> None:
+    policy, clock = measured_here(1e-5)
+    assert executor_blocks(policy, clock, [1e-4] * 5) == [KEEP] * 4 + [TAKE_BACK]
+    assert policy.trial_seconds == pytest.approx(4 * 100 * 1e-4)  # from the first counted block
+
+
+def test_a_trial_lasts_trial_tasks_blocks_and_max_task_positions_when_here_is_unmeasured() -> None:
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)  # reading here never measured
+    policy.executor_starts(gain=1.0, uncounted=1)
+    # 100-element blocks: 4 tasks are not enough, 1024 positions are (the 11th counted block).
+    decisions = executor_blocks(policy, clock, [1e-6] * 12)
+    assert decisions == [KEEP] * 11 + [TAKE_BACK], "processes: reading here is measured now"
+    threads = ExecutorPolicy(clock=clock)
+    threads.executor_starts(gain=1.5, uncounted=1)
+    assert executor_blocks(threads, clock, [1e-6] * 12, own_threads=True) == [KEEP] * 12
+
+
+def test_a_trial_counts_four_tasks_by_default_and_as_tuned() -> None:
+    for tasks in (4, 2):
+        clock = ScriptedClock()
+        policy = ExecutorPolicy(Tuning(trial_tasks=tasks), clock)
+        policy.own_block(1e-5, False, executor=True, starting=True, threads=False)
+        policy.executor_starts(gain=1.0, uncounted=1)
+        assert executor_blocks(policy, clock, [1e-4] * 6)[: tasks + 1] == [KEEP] * tasks + [
+            TAKE_BACK
+        ]
+
+
+def test_the_probe_after_taking_back_settles_where_the_work_is_faster() -> None:
+    policy, clock = measured_here(1e-5)
+    executor_blocks(policy, clock, [1e-4] * 5)  # lost
+    policy.takes_back()
+    assert own_blocks(policy, clock, [1e-5] * 3) == [KEEP, KEEP, FALL_BACK]
+    figures = policy.fallback(position=600)
+    assert figures.position == 600 and figures.fallbacks == 1
+    assert (figures.waited, figures.own) == pytest.approx((1e-4, 1e-5))
+    assert figures.retry_after == pytest.approx(16 * policy.trial_seconds)
+    # Reading here measured dearer than the executor's wait: it takes the work back.
+    policy, clock = measured_here(1e-5)
+    executor_blocks(policy, clock, [1e-4] * 5)
+    policy.takes_back()
+    assert own_blocks(policy, clock, [1e-3] * 3) == [KEEP, KEEP, HAND_OVER]
+    policy.executor_starts(gain=1.0, uncounted=1)
+    assert policy.judged, "won a probe: it starts judged"
+
+
+def test_the_side_not_in_use_is_tried_again_after_a_growing_backoff() -> None:
+    policy, clock = measured_here(1e-5)
+    executor_blocks(policy, clock, [1e-4] * 5)
+    policy.takes_back()
+    own_blocks(policy, clock, [1e-5] * 3)  # FALL_BACK
+    retry_at = policy.retry_at
+    first_wait = retry_at - clock.now()
+    decisions = []
+    while not decisions or decisions[-1] is KEEP:
+        before = clock.now()
+        decisions += own_blocks(policy, clock, [1e-5])  # a block of 1 ms
+    assert decisions[-1] is RETRY and before < retry_at <= clock.now()
+    # Tried again, it loses again: the next retry waits twice as long.
+    policy.executor_starts(gain=1.0, uncounted=1)
+    assert executor_blocks(policy, clock, [1e-4] * 5)[-1] is TAKE_BACK
+    policy.takes_back()
+    assert own_blocks(policy, clock, [1e-5] * 3)[-1] is FALL_BACK
+    assert policy.retry_at - clock.now() == pytest.approx(2 * first_wait)
+
+
+def test_the_executor_is_retried_at_once_when_reading_here_gets_dearer_than_its_wait() -> None:
+    policy, clock = measured_here(1e-5)
+    executor_blocks(policy, clock, [1e-4] * 5)
+    policy.takes_back()
+    own_blocks(policy, clock, [1e-5] * 3)  # FALL_BACK, long before retry_at
+    assert own_blocks(policy, clock, [1e-5, 1e-3]) == [KEEP, KEEP], "the least cost counts"
+    policy.own_costs.clear()
+    assert own_blocks(policy, clock, [1e-3]) == [RETRY]
+    assert clock.now() < policy.retry_at
+
+
+def test_the_side_with_the_work_keeps_it_unless_the_other_is_a_margin_faster() -> None:
+    policy, clock = measured_here(1e-4)
+    assert executor_blocks(policy, clock, [0.95e-4] * 5)[-1] is KEEP  # barely faster: won
+    # It has the work now: reading here must be 1.2 times faster to take it.
+    policy.own_costs.extend([0.9e-4])
+    assert executor_blocks(policy, clock, [1e-4] * 4)[-1] is KEEP
+    policy.own_costs.extend([0.8e-4])
+    assert executor_blocks(policy, clock, [1e-4] * 4)[-1] is TAKE_BACK
+
+
+def test_threads_must_keep_the_consumer_waiting_less_by_their_gain() -> None:
+    for wait, decision in ((0.6e-4, KEEP), (0.7e-4, TAKE_BACK)):  # against 1e-4 here, gain 1.5
+        clock = ScriptedClock()
+        policy = ExecutorPolicy(clock=clock)
+        policy.own_block(1e-4, True, executor=False, starting=False, threads=True)
+        policy.executor_starts(gain=1.5, uncounted=1)
+        assert executor_blocks(policy, clock, [wait] * 5, own_threads=True)[-1] is decision
+
+
+def test_threads_start_after_waiting_blocks_in_a_row() -> None:
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)
+
+    def block(waited: bool, threads: bool = True) -> Decision:
+        return policy.own_block(1e-3, waited, executor=False, starting=False, threads=threads)
+
+    assert [block(True), block(True), block(False), block(True), block(True)] == [KEEP] * 5
+    assert block(True) is HAND_OVER  # the third waiting block in a row
+    assert [block(True, threads=False) for _ in range(5)] == [KEEP] * 5  # none allowed
+    assert not reading_waits(cpu=0.0, wall=0.0004)  # too short to say anything
+
+
+def test_the_executor_starts_after_start_after_seconds_read_here_or_at_once_when_costly() -> None:
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)
+    own_blocks(policy, clock, [1e-5] * 9, elements=1000, executor=True)  # 0.09 s
+    assert policy.starting() is KEEP
+    own_blocks(policy, clock, [1e-5] * 91, elements=1000, executor=True)  # 1 s in all
+    assert policy.starting() is HAND_OVER
+    # An element as dear as `start_at_once` starts it after two blocks.
+    costly = ExecutorPolicy(clock=clock)
+    own_blocks(costly, clock, [1e-4], executor=True)
+    assert costly.starting() is KEEP
+    own_blocks(costly, clock, [1e-4], executor=True)
+    assert costly.starting() is HAND_OVER
+    # `start_prefetch` asks at once; a pinned executor is asked at once; so is one tuned so.
+    asked = ExecutorPolicy(clock=clock)
+    asked.ask_to_start()
+    assert asked.starting() is HAND_OVER
+    assert ExecutorPolicy(clock=clock, adaptive=False).starting() is HAND_OVER
+    tuned = ExecutorPolicy(Tuning(start_after=0.01), clock)
+    own_blocks(tuned, clock, [1e-5] * 10, executor=True)
+    assert tuned.starting() is HAND_OVER
+
+
+def test_an_executor_costly_to_start_waits_start_costs_times_its_start() -> None:
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)
+    own_blocks(policy, clock, [1e-5] * 1_000, elements=100, executor=True)  # 1 s here
+    assert policy.starting(lambda: 0.5) is KEEP  # 5 s of reading here first
+    own_blocks(policy, clock, [1e-5] * 3_999, elements=100, executor=True)
+    assert policy.starting(lambda: 0.5) is KEEP
+    own_blocks(policy, clock, [1e-5] * 2, elements=100, executor=True)
+    assert policy.starting(lambda: 0.5) is HAND_OVER
+
+
+def test_a_starting_executor_and_a_pinned_one_are_not_judged() -> None:
+    clock = ScriptedClock()
+    policy = ExecutorPolicy(clock=clock)
+    assert [
+        policy.own_block(1e-3, True, executor=True, starting=True, threads=True) for _ in range(5)
+    ] == [KEEP] * 5
+    pinned = ExecutorPolicy(clock=clock, adaptive=False)
+    pinned.own_block(1e-5, False, executor=True, starting=True, threads=False)
+    pinned.executor_starts(gain=1.0, uncounted=1)
+    assert set(executor_blocks(pinned, clock, [1.0] * 10)) == {KEEP}
+
+
+def test_a_block_failed_on_the_executor_pins_the_work_there() -> None:
+    policy, clock = measured_here(1e-5)
+    policy.executor_failed(for_good=True)
+    assert set(executor_blocks(policy, clock, [1e-3] * 10)) == {KEEP}
+    threads, clock = measured_here(1e-5)
+    threads.executor_failed(for_good=False)  # threads: the work may still move
+    assert executor_blocks(threads, clock, [1e-3] * 5)[-1] is TAKE_BACK
+
+
+def test_tasks_are_a_quarter_of_their_time_on_trial() -> None:
+    policy, _ = measured_here(1e-5)
+    task, element = 2**-7, 2**-16  # 512 elements' work: exact in binary
+    assert policy.task_size(task, element, starting=True) == 128
+    assert policy.task_size(task, element) == 128  # not judged yet
+    policy.judged = True
+    assert policy.task_size(task, element) == 512
+    assert policy.task_size(task, element / 4) == DEFAULT_TUNING.max_task
+    assert policy.task_size(task, 0.0) == DEFAULT_TUNING.max_task
+    assert ExecutorPolicy(adaptive=False).task_size(task, element, starting=True) == 512
+
+
+def test_a_reader_makes_the_same_decisions_for_the_same_scripted_costs() -> None:
+    """The decisions of a reader whose costs change twice, in order: no clock but the script."""
+
+    def here(x: int) -> float:
+        return phases(x, (1_000, 1e-3), (5_000, 1e-5), (12_000, 3e-3))
+
+    def ahead(x: int) -> float:
+        return phases(x, (1_000, 1e-4), (5_000, 2e-3), (12_000, 1e-4))
+
+    runs = [decisions_of(here, ahead) for _ in range(2)]
+    assert runs[0] == runs[1]
+    [(lost, lost_at), (settled, settled_at), (retried, retried_at)] = runs[0]
+    # Early in the second phase the executor loses, and a probe here confirms it; early in
+    # the third, reading here costs more than the executor's wait did: it is tried again,
+    # and keeps the work to the end.
+    assert (lost, settled, retried) == (TAKE_BACK, FALL_BACK, RETRY)
+    assert 1_000 < lost_at < settled_at < 1_500 and 5_000 < retried_at < 6_000
+
+
+def decisions_of(
+    here: Callable[[int], float], ahead: Callable[[int], float]
+) -> list[tuple[Decision, int]]:
+    """The decisions other than KEEP of a reader over `range(12_000)`, with the position read."""
+    clock = ScriptedClock()
+
+    def element(x: int) -> int:
+        clock.advance(here(x))
+        return x
+
+    executor = ScriptedExecutor(clock, ahead)
+    reader = BlockReader(fn.map(element, fn.range(12_000)), 0, executor=executor, clock=clock)
+    decisions: list[tuple[Decision, int]] = []
+    for name in ("own_block", "executor_block"):
+        decide = getattr(reader.policy, name)
+
+        def noted(*args: Any, decide: Any = decide, **kwargs: Any) -> Decision:
+            decision = decide(*args, **kwargs)
+            if decision is not KEEP:
+                decisions.append((decision, reader.position))
+            return decision
+
+        setattr(reader.policy, name, noted)
+    assert read_reader(reader) == list(range(12_000))
+    return decisions
+
+
+# ---------------------------------------------------------------------------
+# The reader's decisions, on a clock the test moves.
 
 
 class ScriptedTask:
@@ -60,9 +338,9 @@ class ScriptedTask:
 
     def result(self) -> Result:
         executor = self.executor
-        executor.events.append(("result", self.first, executor.clock.now))
+        executor.events.append(("result", self.first, executor.clock.now()))
         seconds = sum(executor.cost(x) for x in range(self.first, self.stop))
-        executor.clock.now += seconds  # the consumer waits for all of it
+        executor.clock.advance(seconds, 0.0)  # the consumer waits for all of it
         return list(range(self.first, self.stop)), None, seconds
 
     def cancel(self) -> bool:
@@ -76,7 +354,7 @@ class ScriptedExecutor:
     task_seconds = 0.01
     max_tasks = 4
 
-    def __init__(self, clock: Clock, cost: Callable[[int], float]) -> None:
+    def __init__(self, clock: ScriptedClock, cost: Callable[[int], float]) -> None:
         self.clock, self.cost = clock, cost
         self.read: list[int] = []
         self.stops: dict[int, int] = {}  # of each block, by its first position
@@ -86,7 +364,7 @@ class ScriptedExecutor:
     def submit(self, first: int, stop: int) -> ScriptedTask:
         self.read.extend(range(first, stop))
         self.stops[first] = stop
-        self.events.append(("submit", first, self.clock.now))
+        self.events.append(("submit", first, self.clock.now()))
         return ScriptedTask(self, first, stop)
 
     def close(self) -> None:
@@ -101,11 +379,11 @@ def read_scripted(
 ) -> tuple[list[int], ScriptedExecutor, BlockReader]:
     """Reads `range(n)` through a ScriptedExecutor costing `ahead(x)` per element, reading
     element x here costing `here(x)`; returns the positions read here, in order."""
-    clock = Clock()
+    clock = ScriptedClock()
     read_here: list[int] = []
 
     def element(x: int) -> int:
-        clock.now += here(x)
+        clock.advance(here(x))
         read_here.append(x)
         return x
 
@@ -126,8 +404,8 @@ def read_scripted(
 
 def test_work_too_cheap_for_the_executor_is_read_here_after_one_trial() -> None:
     read_here, executor, reader = read_scripted(20_000, lambda x: 1e-6, lambda x: 1e-4)
-    # The first round (start-up), a trial of MAX_TASK positions, then the blocks in flight.
-    assert MAX_TASK <= len(executor.read) < MAX_TASK + 200
+    # The first round (start-up), a trial of `max_task` positions, then the blocks in flight.
+    assert DEFAULT_TUNING.max_task <= len(executor.read) < DEFAULT_TUNING.max_task + 200
     assert executor.read == list(range(len(executor.read)))
     assert read_here == list(range(len(executor.read), 20_000))
     assert reader.fallbacks == 1
@@ -210,11 +488,11 @@ def read_metered(metered: bool) -> tuple[list[int], ScriptedExecutor]:
     """A run where the executor's wait (6 µs an element) is dearer than reading here (3 µs),
     but the stage above costs 19 µs an element read here and 3 µs one from the executor (a
     batch stacking the flipped views read here, or the contiguous rows workers send)."""
-    clock, meter = Clock(), Meter()
+    clock, meter = ScriptedClock(), Meter()
     read_here: list[int] = []
 
     def element(x: int) -> int:
-        clock.now += 3e-6
+        clock.advance(3e-6)
         read_here.append(x)
         return x
 
@@ -225,13 +503,13 @@ def read_metered(metered: bool) -> tuple[list[int], ScriptedExecutor]:
     )
     got: list[int] = []
     while True:
-        started = clock.now  # one `next` of the pipeline reads a block and the stage uses it
+        started = clock.now()  # one `next` of the pipeline reads a block and the stage uses it
         try:
             block = reader.read()[1]
         except StopIteration:
             break
-        clock.now += len(block) * (3e-6 if block[0] in executor.stops else 19e-6)
-        meter.seconds += clock.now - started
+        clock.advance(len(block) * (3e-6 if block[0] in executor.stops else 19e-6))
+        meter.seconds += clock.now() - started
         got += block
     assert got == list(range(200_000))
     return read_here, executor
@@ -247,22 +525,22 @@ def test_with_a_meter_the_stages_above_the_read_count_in_the_judgement() -> None
 class StartingExecutor(ScriptedExecutor):
     """A ScriptedExecutor that says it is starting (`ready()` False) for `starting` seconds."""
 
-    def __init__(self, clock: Clock, cost: Callable[[int], float], starting: float) -> None:
+    def __init__(self, clock: ScriptedClock, cost: Callable[[int], float], starting: float) -> None:
         super().__init__(clock, cost)
         self.ready_at = starting
         self.asked = 0
 
     def ready(self) -> bool:
         self.asked += 1
-        return self.clock.now >= self.ready_at
+        return self.clock.now() >= self.ready_at
 
 
 def read_starting(n: int, here: float, ahead: float, starting: float, **options: Any) -> Any:
-    clock = Clock()
+    clock = ScriptedClock()
     read_here: list[int] = []
 
     def element(x: int) -> int:
-        clock.now += here
+        clock.advance(here)
         read_here.append(x)
         return x
 
@@ -296,8 +574,10 @@ def test_an_executor_still_starting_when_the_data_ends_reads_nothing() -> None:
 
 
 def test_a_run_shorter_than_start_after_never_starts_the_executor() -> None:
-    cheap = START_AT_ONCE / 2
-    n = int(START_AFTER / cheap) - 50  # reading it all here takes less than START_AFTER
+    cheap = DEFAULT_TUNING.start_at_once / 2
+    n = (
+        int(DEFAULT_TUNING.start_after / cheap) - 50
+    )  # reading it all here takes less than `start_after`
     read_here, executor, _ = read_starting(n, cheap, cheap / 10, starting=0.0)
     assert read_here == list(range(n)) and executor.asked == 0
 
@@ -312,11 +592,11 @@ class CostlyStart(StartingExecutor):
 
 
 def test_an_executor_that_costs_to_start_waits_start_costs_times_that() -> None:
-    clock = Clock()
+    clock = ScriptedClock()
     read_here: list[int] = []
 
     def element(x: int) -> int:
-        clock.now += START_AT_ONCE / 2  # cheap: never started at once
+        clock.advance(DEFAULT_TUNING.start_at_once / 2)  # cheap: never started at once
         read_here.append(x)
         return x
 
@@ -326,20 +606,24 @@ def test_an_executor_that_costs_to_start_waits_start_costs_times_that() -> None:
         reader.read()
     waited = reader.here_seconds
     assert (
-        START_COSTS * CostlyStart.start_cost <= waited < START_COSTS * CostlyStart.start_cost + 0.1
+        DEFAULT_TUNING.start_costs * CostlyStart.start_cost
+        <= waited
+        < DEFAULT_TUNING.start_costs * CostlyStart.start_cost + 0.1
     )
 
 
 def test_costly_elements_start_the_executor_at_once() -> None:
     # 1 ms an element here: processes pay for that from the first seconds.
-    read_here, executor, _ = read_starting(2_000, 10 * START_AT_ONCE, 1e-4, starting=0.0)
+    read_here, executor, _ = read_starting(
+        2_000, 10 * DEFAULT_TUNING.start_at_once, 1e-4, starting=0.0
+    )
     started = min(executor.read)
     assert executor.asked == 1 and started < 10, f"asked after {started} elements read here"
     assert read_here[:started] == list(range(started))
 
 
 def test_start_prefetch_asks_for_the_executor_at_once() -> None:
-    clock = Clock()
+    clock = ScriptedClock()
     executor = StartingExecutor(clock, lambda x: 1e-4, starting=0.0)
     reader = BlockReader(fn.range(1_000), 0, executor=executor, clock=clock)
     reader.start_prefetch()
@@ -353,7 +637,7 @@ def test_without_reads_while_starting_the_executor_has_the_work_from_the_first_b
 
 
 def test_not_adaptive_leaves_every_block_to_the_executor() -> None:
-    clock = Clock()
+    clock = ScriptedClock()
     executor = ScriptedExecutor(clock, lambda x: 1e-3)
     reader = BlockReader(fn.range(5_000), 0, executor=executor, adaptive=False, clock=clock)
     got = []
@@ -369,7 +653,7 @@ def test_not_adaptive_leaves_every_block_to_the_executor() -> None:
 class InterruptedExecutor(ScriptedExecutor):
     """Ctrl-C lands in every third `submit`: before its call was made, or after."""
 
-    def __init__(self, clock: Clock, after_the_call: bool) -> None:
+    def __init__(self, clock: ScriptedClock, after_the_call: bool) -> None:
         super().__init__(clock, lambda x: 1e-3)
         self.after_the_call, self.calls = after_the_call, 0
 
@@ -388,7 +672,7 @@ class InterruptedExecutor(ScriptedExecutor):
 def test_an_interrupt_while_blocks_are_sent_or_handed_out_loses_and_repeats_nothing(
     after_the_call: bool,
 ) -> None:
-    clock = Clock()
+    clock = ScriptedClock()
     executor = InterruptedExecutor(clock, after_the_call)
     reader = BlockReader(fn.range(3_000), 0, executor=executor, adaptive=False, clock=clock)
     got: list[int] = []
@@ -423,13 +707,7 @@ def flip_with_pid(x: int) -> tuple[int, np.ndarray, int]:
     return x, np.flip(image_of(x), axis=1), os.getpid()
 
 
-def sleep_with_pid(x: int) -> tuple[int, int]:
-    """Expensive: 10 ms of waiting, which reading here pays in full and 4 workers share.
-
-    Far more than a block's trip to a worker and back even on a busy machine (with 2 ms,
-    a loaded CI machine's trips made reading here the faster choice, and the executor
-    rightly took it)."""
-    time.sleep(0.01)
+def pid_of(x: int) -> tuple[int, int]:
     return x, os.getpid()
 
 
@@ -441,24 +719,68 @@ def read_all(stream: Any, state: Any = None) -> list[Any]:
         it.close()
 
 
+def read_on_workers(
+    pipeline: Any, here: float, ahead: float, tuning: Tuning = DEFAULT_TUNING
+) -> tuple[list[Any], CostedExecutor, BlockReader]:
+    """Reads `pipeline` with real worker processes, already up, on a scripted clock.
+
+    An element read here costs `here` seconds, and a block from the workers
+    keeps the consumer waiting `ahead` seconds an element, however long each
+    really takes: where each block is read is the same on any machine. Where
+    an element was read is recorded in it (the process id).
+    """
+    clock = ScriptedClock()
+    pool = ready_pool(pipeline)
+    executor = CostedExecutor(LeafExecutor(pool, 0), clock, ahead)
+    here_read = charged(pipeline, clock, here)  # the workers read their own, uncharged
+    reader = BlockReader(here_read, 0, executor=executor, clock=clock, tuning=tuning)
+    try:
+        return read_reader(reader), executor, reader
+    finally:
+        reader.close()
+        pool.close()
+
+
+def runs_of(got: list[Any]) -> list[tuple[bool, int, int]]:
+    """`(read here, first, stop)` of each run of elements read on one side, in order."""
+    runs: list[tuple[bool, int, int]] = []
+    for x, *_, pid in got:
+        here = pid == os.getpid()
+        if runs and runs[-1][0] == here:
+            runs[-1] = (here, runs[-1][1], x + 1)
+        else:
+            runs.append((here, x, x + 1))
+    return runs
+
+
 def test_cheap_work_moves_from_worker_processes_to_the_consumer() -> None:
+    # Here 1 µs an element, from the workers 10 µs: they are asked after `start_after`
+    # (10 ms here: 10,000 elements), lose their trial, and the rest is read here.
     n = 40_000
-    got = read_all(fn.mp_prefetch(2, fn.from_dataset(fn.map(flip_with_pid, fn.range(n)))))
+    pipeline = fn.map(flip_with_pid, fn.range(n))
+    got, executor, reader = read_on_workers(pipeline, 1e-6, 1e-5, Tuning(start_after=0.01))
     assert [x for x, _, _ in got] == list(range(n))
     assert all(np.array_equal(image, np.flip(image_of(x), axis=1)) for x, image, _ in got)
-    here = sum(pid == os.getpid() for _, _, pid in got)
-    assert here > n // 2, f"{here} of {n} elements read in the consumer"
-    assert got[0][2] == os.getpid(), "the consumer waited for the workers to start"
+    runs = runs_of(got)
+    started, back = runs[1][1], runs[1][2]
+    assert runs == [(True, 0, started), (False, started, back), (True, back, n)]
+    assert 10_000 <= started < 10_000 + DEFAULT_TUNING.max_task  # the block that passed 10 ms
+    assert back - started < n // 4 and reader.fallbacks == 1
+    assert executor.blocks[0][0] == started and executor.blocks[-1][1] == back
     assert_nothing_left()
 
 
 def test_expensive_work_stays_in_worker_processes() -> None:
-    n = 2_000  # past the first trial: reading here is measured, and loses
-    got = read_all(fn.mp_prefetch(4, fn.from_dataset(fn.map(sleep_with_pid, fn.range(n)))))
+    # Here 10 ms an element, from the workers 0.1 ms: they are asked after two blocks here
+    # (an element dearer than `start_at_once`), win, and keep the work but for a few probes.
+    n = 2_000
+    got, _, reader = read_on_workers(fn.map(pid_of, fn.range(n)), 1e-2, 1e-4)
     assert [x for x, _ in got] == list(range(n))
-    here = sum(pid == os.getpid() for _, pid in got)
-    # START_AFTER seconds of reading here before the workers start, and a few probes.
-    assert 0 < here <= START_AFTER / 0.01 + n // 20, f"{here} of {n} elements read here"
+    runs = runs_of(got)
+    assert runs[0] == (True, 0, 2) and runs[1][0] is False and runs[-1][0] is False
+    here = sum(stop - first for read_here, first, stop in runs if read_here)
+    assert here <= n // 20, f"{here} of {n} elements read here"
+    assert reader.fallbacks == 0
     assert_nothing_left()
 
 
@@ -525,7 +847,7 @@ def test_after_a_block_fails_in_a_worker_the_work_stays_in_the_workers(tmp_path:
     pipeline = fn.map(lambda x: (x, os.getpid()), fn.map(fault, fn.range(20_000)))
     pool = ready_pool(pipeline)
     reader = BlockReader(pipeline, 0, executor=LeafExecutor(pool, 0))
-    reader.start_prefetch()  # the executor at once, not after START_AFTER seconds here
+    reader.start_prefetch()  # the executor at once, not after `start_after` seconds here
     head: list[Any] = []
     try:
         with pytest.raises(Exception, match="fault injected at element 3"):
@@ -565,16 +887,29 @@ def thread_of(x: int) -> tuple[int, str]:
     return x, threading.current_thread().name
 
 
-def sleepy_thread_of(x: int) -> tuple[int, str]:
-    time.sleep(0.001)
-    return x, threading.current_thread().name
+def read_with_threads(n: int, here: float, waits: bool) -> list[tuple[int, str]]:
+    """Reads `thread_of` over `range(n)` allowed 8 real threads, on a scripted clock: an element
+    read here costs `here` seconds (computing, or waiting if `waits`), from the threads a
+    tenth of that."""
+    clock = ScriptedClock()
+    data = fn.map(thread_of, fn.range(n))
+
+    def threads() -> CostedExecutor:
+        return CostedExecutor(ThreadExecutor(data, 8, 500), clock, here / 10)
+
+    reader = BlockReader(charged(data, clock, here, waits), 0, 8, clock=clock, thread_pool=threads)
+    try:
+        return read_reader(reader)
+    finally:
+        reader.close()
 
 
 def test_threads_read_waiting_work_and_never_cheap_work() -> None:
-    cheap = read_all(fn.from_dataset(fn.map(thread_of, fn.range(50_000)), threads=8))
-    assert [x for x, _ in cheap] == list(range(50_000))
-    assert all(name == threading.current_thread().name for _, name in cheap)
-    waiting = read_all(fn.from_dataset(fn.map(sleepy_thread_of, fn.range(600)), threads=8))
+    consumer = threading.current_thread().name
+    cheap = read_with_threads(50_000, 1e-5, waits=False)
+    assert cheap == [(x, consumer) for x in range(50_000)]
+    waiting = read_with_threads(600, 1e-3, waits=True)  # a file, a network: 1 ms an element
     assert [x for x, _ in waiting] == list(range(600))
-    on_threads = sum(name.startswith("grainfn-read") for _, name in waiting)
-    assert on_threads > 300, f"{on_threads} of 600 waiting reads on threads"
+    # Three blocks of it waited (1, 2 and 2 elements), and the threads had the rest.
+    assert all(name == consumer for _, name in waiting[:5])
+    assert all(name.startswith("grainfn-read") for _, name in waiting[5:])

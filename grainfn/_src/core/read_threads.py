@@ -35,12 +35,12 @@ import numpy as np
 from grainfn._src.core import validate
 from grainfn._src.core.blocks import ThreadTask, read_in_thread
 from grainfn._src.core.dataset import Dataset, ParentIndex, set_length
+from grainfn._src.core.executor_policy import DEFAULT_TUNING
 from grainfn._src.core.spec_rule import SpecRule
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_REQUIRED_GAIN = 1.5  # how much less the consumer must wait with the threads reading ahead
 _TASK_SECONDS = 0.002  # the work of one block read ahead
 
 _in_pool = threading.local()
@@ -216,7 +216,7 @@ class NamedThreadsExecutor:
     """
 
     task_seconds = _TASK_SECONDS
-    required_gain = _REQUIRED_GAIN
+    required_gain = DEFAULT_TUNING.thread_gain
     keeps_blocks = True
 
     def __init__(self, dataset: InNamedThreads[Any], buffer: int) -> None:

@@ -21,14 +21,13 @@ raise the error as reading alone would, or read ahead in threads.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from grainfn._src.core.blocks import WAITING_BLOCKS, reading_waits
 from grainfn._src.core.dataset import Dataset, read_many, upstream_holes
+from grainfn._src.core.executor_policy import DEFAULT_TUNING, SYSTEM_CLOCK, Clock, reading_waits
 from grainfn._src.core.filter_check import FilterCheck, FilterWindow, WithOptionsStream
 from grainfn._src.core.reading import CheckedDatasetCursor, DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -191,7 +190,9 @@ class SharedReads:
 
     A shard keeps the elements it read past its block (they begin its next
     one). Its state at the end of a block is the position after the block's
-    last element, found in the read that completed the block.
+    last element, found in the read that completed the block. Where the
+    dataset has threads and its reads are seen to wait (by `clock`, see
+    `reading_waits`), each shard reads alone again, in its own threads.
     """
 
     def __init__(
@@ -200,8 +201,9 @@ class SharedReads:
         streams: Sequence[Stream[Any]],
         states: Sequence[DatasetPosition],
         rows: int,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self.shared, self.rows = shared, rows
+        self.shared, self.rows, self.clock = shared, rows, clock
         self.streams = [bare(stream) for stream in streams]
         self.lengths = [stream.dataset.length for stream in self.streams]
         self.block_starts = tuple(states)
@@ -220,7 +222,7 @@ class SharedReads:
 
     def read(self, size: int) -> Blocks:
         """The next `size` elements of every shard, in chunks of `rows`."""
-        if self.separate is None and self.waiting >= WAITING_BLOCKS:
+        if self.separate is None and self.waiting >= DEFAULT_TUNING.waiting_blocks:
             self._hand_over()
         if self.separate is None:
             try:
@@ -302,9 +304,10 @@ class SharedReads:
                 for shard, count in wanted
             ]
         )
-        cpu, wall = time.thread_time(), time.perf_counter()
+        clock = self.clock
+        cpu, wall = clock.cpu(), clock.now()
         elements = read_many(self.shared.dataset, indices)
-        cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+        cpu, wall = clock.cpu() - cpu, clock.now() - wall
         waits = self.shared.threads and reading_waits(cpu, wall)
         self.waiting = self.waiting + 1 if waits else 0
         segments, offset = [], 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -139,18 +138,22 @@ class PoolCursor(BaseCursor):
             self.next_many = cursor.next_many  # type: ignore[method-assign]
 
     def next(self) -> Any:
-        started = time.perf_counter()
+        meter = self.meter
+        assert meter is not None
+        started = meter.clock.now()
         try:
             return self.cursor.next()
         finally:
-            self.meter.seconds += time.perf_counter() - started  # type: ignore[union-attr]
+            meter.seconds += meter.clock.now() - started
 
     def next_many(self, count: int) -> list[Any]:
-        started = time.perf_counter()
+        meter = self.meter
+        assert meter is not None
+        started = meter.clock.now()
         try:
             return self.cursor.next_many(count)
         finally:
-            self.meter.seconds += time.perf_counter() - started  # type: ignore[union-attr]
+            meter.seconds += meter.clock.now() - started
 
     def state(self) -> Any:
         return self.cursor.state()

@@ -36,8 +36,9 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from grainfn._src.core.blocks import MAX_TASK, Result
+from grainfn._src.core.blocks import Result
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.executor_policy import DEFAULT_TUNING
 from grainfn._src.parallel.deaths import (
     TIMEOUT_HINT,
     Death,
@@ -183,7 +184,7 @@ def too_cheap(costs: Sequence[tuple[int, float, float]], call: float) -> str | N
 
     An element costs `compute` on an actor and `transfer` to bring back, and a
     block one call. Blocks grow to `TASK_SECONDS` of work (at most
-    `MAX_TASK` elements), so the work pays where a block that size computes
+    `Tuning.max_task` elements), so the work pays where a block that size computes
     for longer than its call and transfer take.
 
     Examples:
@@ -194,7 +195,8 @@ def too_cheap(costs: Sequence[tuple[int, float, float]], call: float) -> str | N
     """
     elements = sum(c[0] for c in costs)
     compute, transfer = sum(c[1] for c in costs) / elements, sum(c[2] for c in costs) / elements
-    size = MAX_TASK if compute <= 0 else max(1, min(MAX_TASK, int(TASK_SECONDS / compute)))
+    most = DEFAULT_TUNING.max_task
+    size = most if compute <= 0 else max(1, min(most, int(TASK_SECONDS / compute)))
     if compute * size > transfer * size + call:
         return None
     return (
