@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import time
 from typing import Any
 
 import pytest
@@ -30,6 +29,8 @@ from grainfn._src.elastic.reads import SeparateReads, SharedReads, shared_datase
 from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.elastic.stream import elastic_batches, host_stream
 from grainfn.experimental import DatasetOptions, ElasticIterator, WithOptionsIterDataset
+
+from support.scripted_clock import ScriptedClock, charged
 
 stream_maps_and_filters = st.lists(
     st.sampled_from(
@@ -184,31 +185,43 @@ def test_a_failing_element_is_raised_as_the_shards_own_cursors_raise_it() -> Non
     assert [b.tolist() for b in again] == [next(twin).tolist() for _ in again]
 
 
-def test_reading_that_waits_goes_back_to_the_shards_own_threads() -> None:
-    def slow(x: int) -> int:
-        time.sleep(0.0002)
-        return x
-
+def test_reading_with_threads_gives_the_batches_of_reading_alone() -> None:
     data = fn.shuffle(fn.range(480), seed=3)
-    stream = fn.map(slow, fn.from_dataset(data, threads=4))
-    host = host_stream(stream, Layout(8, 4))
-    it = fn.iterate(host)
-    got = [b.tolist() for b in it]
-    reads = it._cursor.reads  # type: ignore[attr-defined]
-    assert isinstance(reads, SharedReads) and reads.separate is not None
+    stream = fn.map(lambda x: x, fn.from_dataset(data, threads=4))
+    it = fn.iterate(host_stream(stream, Layout(8, 4)))
+    got = [b.tolist() for b in it]  # wherever it was read: that is decided below
     expected = fn.iterate(elastic_batches(8, fn.from_dataset(data), num_logical_shards=4))
     assert got == [b.tolist() for b in expected]
 
 
-def test_without_threads_a_waiting_read_stays_shared() -> None:
-    def slow(x: int) -> int:
-        time.sleep(0.0002)
-        return x
+def waiting_reads(threads: int) -> tuple[SharedReads, SeparateReads]:
+    """Shared reads of 4 shards whose elements wait 0.2 ms each (on a scripted clock), and
+    the reference: each shard read alone, without the clock."""
+    clock = ScriptedClock()
+    data = fn.shuffle(fn.range(480), seed=3)
+    waiting = charged(data, clock, 2e-4, waits=True)
+    shards = shards_of(fn.from_dataset(waiting, threads=threads), 4)
+    shared = shared_dataset(shards)
+    assert shared is not None
+    starts = [shard.init() for shard in shards]
+    plain = shards_of(fn.from_dataset(data), 4)
+    return SharedReads(shared, shards, starts, 1, clock=clock), SeparateReads(plain, starts, 1)
 
-    stream = fn.map(slow, fn.from_dataset(fn.range(240)))
-    it = fn.iterate(host_stream(stream, Layout(8, 4)))
-    list(it)
-    assert it._cursor.reads.separate is None  # type: ignore[attr-defined]
+
+def test_reading_that_waits_goes_back_to_the_shards_own_threads() -> None:
+    together, alone = waiting_reads(threads=4)
+    separate = []
+    for _ in range(6):  # blocks of 4 elements a shard: 3.2 ms of waiting each
+        assert digests(together.read(4)) == digests(alone.read(4))
+        separate.append(together.separate is not None)
+    assert separate == [False, False, False, True, True, True]  # after 3 waiting reads
+
+
+def test_without_threads_a_waiting_read_stays_shared() -> None:
+    together, alone = waiting_reads(threads=0)
+    for _ in range(6):
+        assert digests(together.read(4)) == digests(alone.read(4))
+    assert together.separate is None
 
 
 @pytest.mark.parametrize("raise_ratio", [None, 0.9])

@@ -30,6 +30,8 @@ from ray.cluster_utils import Cluster
 import grainfn as grain
 from grainfn import fn, testing
 from grainfn._src.checkpoint import files
+from grainfn._src.core.blocks import BlockReader
+from grainfn._src.core.executor_policy import DEFAULT_TUNING, Tuning
 from grainfn.fn import RayPool
 
 # JAX warns at every fork once its threads run (as they do after other tests); adding a
@@ -302,30 +304,62 @@ def pid_of(x: int) -> tuple[int, int]:
     return x, os.getpid()
 
 
+def read_on_actors(
+    pool: RayPool, n: int, here: float, ahead: float, tuning: Tuning = DEFAULT_TUNING
+) -> tuple[list[tuple[int, int]], BlockReader]:
+    """Reads `pid_of` over `range(n)` with `pool`'s actors, on a scripted clock.
+
+    An element read here costs `here` seconds, a block from the actors keeps
+    the consumer waiting `ahead` seconds an element, however long each really
+    takes: where each block is read is the same on any machine. The clock
+    stays in this process: the actors get the plain pipeline.
+    """
+    # The actors import this module for its maps, where `support` is not on the path.
+    from support.scripted_clock import CostedExecutor, ScriptedClock, charged
+
+    pipeline = fn.map(pid_of, fn.range(n))
+    session = pool.session([pipeline], pinned=False)
+    clock = ScriptedClock()
+    executor = CostedExecutor(session.executor(0), clock, ahead)
+    here_read = charged(pipeline, clock, here)
+    reader = BlockReader(here_read, 0, executor=executor, clock=clock, tuning=tuning)
+    got: list[tuple[int, int]] = []
+    try:
+        while True:
+            try:
+                got += reader.read()[1]
+            except StopIteration:
+                return got, reader
+    finally:
+        reader.close()
+        session.close()
+
+
 def test_cheap_work_moves_from_the_actors_to_this_process_without_a_warning(
     pools: dict[int, RayPool],
 ) -> None:
-    n = 100_000  # cheap: read here for START_AFTER, tried on the actors, read here again
-    stream = fn.from_dataset(fn.map(pid_of, fn.range(n)))
+    # Here 1 µs an element, from the actors 20 µs: read here for `start_after` (10 ms),
+    # tried on the actors, read here again.
+    n = 100_000
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = [element for element, _ in run(fn.ray_prefetch(pools[2], stream))]
+        got, reader = read_on_actors(pools[2], n, 1e-6, 2e-5, Tuning(start_after=0.01))
     assert [x for x, _ in got] == list(range(n))
     here = sum(pid == os.getpid() for _, pid in got)
     assert here > 0.9 * n, f"{here} of {n} elements read in this process"
+    assert got[0][1] == os.getpid() and got[-1][1] == os.getpid() and reader.fallbacks == 1
     assert not [w for w in caught if "too cheap to pay for Ray" in str(w.message)]
 
 
 def test_work_worth_the_actors_stays_there(pools: dict[int, RayPool]) -> None:
-    def slow(x: int) -> tuple[int, int]:
-        time.sleep(0.005)  # costly here: the actors are asked from the first blocks
-        return pid_of(x)
-
+    # Here 5 ms an element, from the actors 0.1 ms: the actors are asked after the first
+    # blocks (an element dearer than `start_at_once`), and keep the work.
     n = 600
-    got = [e for e, _ in run(fn.ray_prefetch(pools[2], fn.from_dataset(fn.map(slow, fn.range(n)))))]
+    got, reader = read_on_actors(pools[2], n, 5e-3, 1e-4)
     assert [x for x, _ in got] == list(range(n))
     here = sum(pid == os.getpid() for _, pid in got)
-    assert here < n // 2, f"{here} of {n} elements read in this process"
+    assert here < n // 10, f"{here} of {n} elements read in this process"
+    assert got[0][1] == os.getpid() and reader.fallbacks == 0
 
 
 def test_close_garbage_collection_and_a_double_close_leave_no_actor(cluster: Cluster) -> None:
