@@ -62,7 +62,7 @@ def own_blocks(
     decisions = []
     for cost in costs:
         clock.advance(cost * elements)
-        policy.read_here(cost * elements)
+        policy.spent_here(cost * elements)
         decisions.append(
             policy.own_block(cost, waited, executor=executor, starting=False, threads=True)
         )

@@ -312,7 +312,7 @@ class BlockReader:
         wall = self.sizer.done()
         self.position = first + len(block)
         self.read_here += len(block)
-        self.policy.read_here(wall)
+        self.policy.spent_here(wall)
         if self.error is not None:
             return self._fail(first, block)
         self.block_seconds = (False, wall)

@@ -354,7 +354,7 @@ class ExecutorPolicy:
 
     # -- Blocks ---------------------------------------------------------------------------
 
-    def read_here(self, seconds: float) -> None:
+    def spent_here(self, seconds: float) -> None:
         """A block was read in the consumer's thread in `seconds`, whether or not it failed."""
         self.here_seconds += seconds
 
