@@ -17,7 +17,8 @@ from typing import Any, cast
 
 from grainfn._src.core.state import DatasetPosition, EpochPosition, SavedEpochPosition, as_host
 from grainfn._src.core.state_codec import StateCodec
-from grainfn._src.index.device_ints import MAX_POSITION, IntMode, Split, require, split
+from grainfn._src.index.device_ints import IntMode, Split, require, split
+from grainfn._src.index.slicing import MAX_POSITION
 from grainfn._src.index.wide import Wide
 
 PERIOD_LIMIT = 2**31

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from grainfn._src.index.slicing import MAX_POSITION
 from grainfn._src.index.wide import Wide, split_wide, widen
 
 
@@ -128,10 +129,6 @@ def split(mode: IntMode, position: Any, length: int, bound: int) -> Split:
 def epoch_bound(length: int, bound: int) -> int:
     """The largest epoch of a stage of `length` asked for positions up to `bound`."""
     return bound // length if length else 0
-
-
-MAX_POSITION = 2**63 - 1
-"""The last position the host addresses: past it the host raises, so no bound goes beyond."""
 
 
 def parent_bound(length: int, bound: int, parent_length: int) -> int:

@@ -124,6 +124,7 @@ def repeat_indices(indices: Any, parent_length: int, reseed_each_epoch: bool) ->
 
 
 MAX_POSITION = 2**63 - 1
+"""The last position the host addresses: past it the host raises, so no bound goes beyond."""
 
 
 def check_addressable(max_index: int, length: int, parent_length: int) -> None:

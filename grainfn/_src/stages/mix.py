@@ -18,7 +18,6 @@ from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing, wide
 from grainfn._src.index.device_ints import (
-    MAX_POSITION,
     Split,
     parent_bound,
     require,
@@ -125,7 +124,9 @@ class MixedDataset(_Selection):
         shares = np.asarray(proportions, dtype=compiler.mode.unsigned)
         # Positions up to `bound` lie in periods up to bound // period: component i's keys
         # stay below (that + 1) * proportions[i].
-        key_bounds = [min(MAX_POSITION, (bound // period + 1) * share - 1) for share in proportions]
+        key_bounds = [
+            min(slicing.MAX_POSITION, (bound // period + 1) * share - 1) for share in proportions
+        ]
         unsigned = compiler.mode.unsigned.type
         if bound < compiler.mode.limit:
             whole = whole_position(compiler.mode, self, bound)
