@@ -121,7 +121,7 @@ def map_leaves(fn: Callable[[Any], Any], tree: Any) -> Any:
     """
     if isinstance(tree, dict):
         return {key: map_leaves(fn, value) for key, value in tree.items()}
-    if _is_namedtuple(tree):
+    if is_namedtuple(tree):
         return type(tree)(*(map_leaves(fn, value) for value in tree))
     if isinstance(tree, (list, tuple)):
         return type(tree)(map_leaves(fn, value) for value in tree)
@@ -195,7 +195,7 @@ def _stack_at(elements: Sequence[Any], path: str, strict: bool = False) -> Any:
         stacked = [
             _stack_at([e[i] for e in elements], f"{path}[{i}]", strict) for i in range(len(first))
         ]
-        if _is_namedtuple(first):
+        if is_namedtuple(first):
             return type(first)(*stacked)
         return type(first)(stacked)
     node = jax_children(first)
@@ -269,11 +269,17 @@ def _structure_error(path: str, first: Any, other: Any, position: int) -> Struct
     where = f"at {path}" if path else "at the top level"
     return StructureError(
         f"Cannot batch elements of different structure {where}: element 0 is "
-        f"{_describe(first)} but element {position} is {_describe(other)}."
+        f"{describe_node(first)} but element {position} is {describe_node(other)}."
     )
 
 
-def _describe(node: Any) -> str:
+def describe_node(node: Any) -> str:
+    """A pytree node for a message: None, a dict and its keys, a list or tuple and its length.
+
+    Examples:
+        >>> describe_node({"b": 1, "a": 2}), describe_node((1, 2)), describe_node(3.0)
+        ("a dict with keys ['a', 'b']", 'a tuple of length 2', 'a leaf of type float')
+    """
     if node is None:
         return "None"
     if isinstance(node, dict):
@@ -283,5 +289,6 @@ def _describe(node: Any) -> str:
     return f"a leaf of type {type(node).__name__}"
 
 
-def _is_namedtuple(x: Any) -> bool:
+def is_namedtuple(x: Any) -> bool:
+    """Whether `x` is a namedtuple (a tuple whose class has `_fields`), rebuilt by its fields."""
     return isinstance(x, tuple) and hasattr(type(x), "_fields")

@@ -51,7 +51,7 @@ def slice_rows(tree: Any, start: int, stop: int) -> Any:
         return None
     if isinstance(tree, dict):
         return {key: slice_rows(value, start, stop) for key, value in tree.items()}
-    if _is_namedtuple(tree):
+    if pytree.is_namedtuple(tree):
         return type(tree)(*(slice_rows(value, start, stop) for value in tree))
     if isinstance(tree, (list, tuple)):
         return type(tree)(slice_rows(value, start, stop) for value in tree)
@@ -74,8 +74,8 @@ def concatenate_rows(pieces: list[Any], path: str = "") -> Any:
             where = f"at {path}" if path else "at the top level"
             raise ValueError(
                 f"rebatch cannot join parent batches of different structure {where}: "
-                f"{_describe(first)} and {_describe(piece)}. Every parent batch needs the "
-                "same structure."
+                f"{pytree.describe_node(first)} and {pytree.describe_node(piece)}. Every parent "
+                "batch needs the same structure."
             )
     if first is None:
         return None
@@ -85,7 +85,7 @@ def concatenate_rows(pieces: list[Any], path: str = "") -> Any:
         joined = [
             concatenate_rows([p[i] for p in pieces], f"{path}[{i}]") for i in range(len(first))
         ]
-        return type(first)(*joined) if _is_namedtuple(first) else type(first)(joined)
+        return type(first)(*joined) if pytree.is_namedtuple(first) else type(first)(joined)
     return np.concatenate(pieces, axis=0)
 
 
@@ -233,18 +233,6 @@ def _same_node(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)):
         return type(a) is type(b) and len(a) == len(b)
     return not isinstance(b, (dict, list, tuple))
-
-
-def _describe(node: Any) -> str:
-    if isinstance(node, dict):
-        return f"a dict with keys {sorted(map(str, node))}"
-    if isinstance(node, (list, tuple)):
-        return f"a {type(node).__name__} of length {len(node)}"
-    return "None" if node is None else f"a leaf of type {type(node).__name__}"
-
-
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 @toolz.curry
