@@ -56,8 +56,8 @@ class PackAndBatchSpec:
     lengths: tuple[int, ...]
     keys: tuple[Any, ...] | None
 
-    def describe(self) -> str:
-        """The stage's arguments, as one line."""
+    def stage_line(self) -> str:
+        """The stage this spec configures, with its arguments, as one line."""
         limit = self.max_sequences_per_bin
         extra = "" if limit is None else f", max_sequences_per_bin={limit}"
         return f"pack_and_batch({self.length_struct!r}, batch_size={self.batch_size}{extra})"
@@ -214,7 +214,7 @@ class PackAndBatchStream(WrappingStream[Any, PackAndBatchState[Any]]):
     def describe_stage(self) -> str:
         hooks = (("data_of", self.data_of), ("wrap", self.wrap))
         named = "".join(f", {what}={function_name(fn)}" for what, fn in hooks if fn is not None)
-        return f"{self.spec.describe()[:-1]}{named})"
+        return f"{self.spec.stage_line()[:-1]}{named})"
 
 
 class PackAndBatchCursor(BaseCursor):

@@ -120,8 +120,8 @@ class PackSpec:
         trees, values = self.trees or {}, iter(leaves)
         return {f: rebuild(trees[f], values) if f in trees else next(values) for f in self.features}
 
-    def describe(self) -> str:
-        """The stage as one line, naming every option that differs from its default."""
+    def stage_line(self) -> str:
+        """The stage this spec configures, as one line, naming every option not at its default."""
         parts = [
             repr(self.by_feature(self.lengths)),
             f"num_packing_bins={self.num_bins}",

@@ -82,7 +82,7 @@ class PackedStream(OneParentStream[Any, PackState[Any]]):
         self.parent.check_state(state.parent, f"{path}.parent" if path else "parent")
 
     def describe_stage(self) -> str:
-        return self.spec.describe()
+        return self.spec.stage_line()
 
 
 class _PackCursor(BaseCursor):
