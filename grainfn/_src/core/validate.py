@@ -13,7 +13,8 @@ import reprlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-SEED_LIMIT = 2**32
+from grainfn._src.index.seeds import SEED_LIMIT
+
 INT64_MAX = 2**63 - 1
 """The largest position, length or size: positions are 64-bit integers."""
 INT32_MAX = 2**31 - 1

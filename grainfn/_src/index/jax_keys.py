@@ -20,7 +20,7 @@ KEY_IMPL = "threefry2x32"
 """The PRNG of random_map's keys, whatever `jax_default_prng_impl` says (see `seed_key`)."""
 
 KEY_SEED_LIMIT = 2**64
-"""A jax key holds a seed below 2**64 (an op seed is below `validate.SEED_LIMIT`, 2**32)."""
+"""A jax key holds a seed below 2**64 (an op seed is below `seeds.SEED_LIMIT`, 2**32)."""
 
 
 def seed_key(seed: int) -> Any:

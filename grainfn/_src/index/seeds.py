@@ -15,6 +15,9 @@ from typing import Protocol
 
 import numpy as np
 
+SEED_LIMIT = 2**32
+"""Seeds are uint32: an op seed, given or derived, and the seeds of each epoch lie below 2**32."""
+
 
 class SeedNode(Protocol):
     """What seed derivation needs to know of a pipeline stage."""

@@ -39,11 +39,11 @@ from grainfn._src.index.cipher import (
     key_dtype,
     walk_int,
 )
+from grainfn._src.index.seeds import SEED_LIMIT
 
 _Array = TypeVar("_Array")
 
 _MAX_ROUNDS = 1024
-_SEED_LIMIT = 2**32
 _MAX_LENGTH = 2**63 - 1
 _CHUNK = 1 << 16  # numpy temporaries of this many elements stay in cache
 _PYTHON_MAX = 16  # up to this many values are cheaper to encrypt with Python ints
@@ -193,7 +193,7 @@ def _check_length(length: Any) -> int:
 
 
 def _check_seed(seed: Any) -> int:
-    return _check_int(seed, "seed", "an integer in [0, 2**32)", 0, _SEED_LIMIT - 1)
+    return _check_int(seed, "seed", "an integer in [0, 2**32)", 0, SEED_LIMIT - 1)
 
 
 def _permute_int(position: int, length: int, seed: int, rounds: int = ROUNDS) -> int:
@@ -271,12 +271,12 @@ def _shuffle_chunk(indices: np.ndarray, length: int, seed: int) -> np.ndarray:
     if first_epoch == last_epoch:
         base = first_epoch * length
         positions = indices - base if base else indices
-        out = _permute_numpy(positions, length, (seed + first_epoch) % _SEED_LIMIT)
+        out = _permute_numpy(positions, length, (seed + first_epoch) % SEED_LIMIT)
         out = out.astype(np.int64, copy=False)
         if base:
             out += base
         return out
     epoch = indices // length
-    seeds = (epoch % _SEED_LIMIT).astype(np.uint32) + np.uint32(seed)
+    seeds = (epoch % SEED_LIMIT).astype(np.uint32) + np.uint32(seed)
     out = _permute_numpy(indices - epoch * length, length, seeds)
     return out.astype(np.int64) + epoch * length

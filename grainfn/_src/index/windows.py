@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grainfn._src.index.seeds import SEED_LIMIT
 from grainfn._src.index.shuffle import shuffle_indices
-
-_SEED_LIMIT = 2**32
 
 
 def window_shuffle_indices(indices: np.ndarray, length: int, window: int, seed: int) -> np.ndarray:
@@ -39,7 +38,7 @@ def window_shuffle_indices(indices: np.ndarray, length: int, window: int, seed: 
     start = window_index * window
     size = np.minimum(window, length - start)
     windows_per_epoch = -(-length // window)
-    keys = (seed + (epoch % _SEED_LIMIT) * windows_per_epoch + window_index) % _SEED_LIMIT
+    keys = (seed + (epoch % SEED_LIMIT) * windows_per_epoch + window_index) % SEED_LIMIT
     out = np.empty_like(inside)
     # A block of positions spans few windows: permute each (key, size) group at once.
     groups = np.stack([keys, size])

@@ -24,6 +24,7 @@ from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 from grainfn._src.index import slicing, windows
 from grainfn._src.index.device_ints import Split, parent_bound
+from grainfn._src.index.seeds import SEED_LIMIT
 from grainfn._src.index.shuffle import shuffle_indices
 from grainfn._src.index.shuffle_jax import permute_jax
 
@@ -65,7 +66,7 @@ class WindowShuffledDataset(IndexStage[T]):
             # seed + epoch * windows_per_epoch + window, mod 2**32: uint32 arithmetic wraps so.
             keys = (
                 np.uint32(self.seed)
-                + at.epoch.astype(np.uint32) * np.uint32(windows_per_epoch % _SEED_LIMIT)
+                + at.epoch.astype(np.uint32) * np.uint32(windows_per_epoch % SEED_LIMIT)
                 + window_index.astype(np.uint32)
             )
             moved = permute_jax(inside, min(window, length), keys)
@@ -77,9 +78,6 @@ class WindowShuffledDataset(IndexStage[T]):
             return Split(at.epoch, window_index * unsigned(window) + moved)
 
         return parent.at(move)
-
-
-_SEED_LIMIT = 2**32
 
 
 @records.register
@@ -215,7 +213,7 @@ class _WindowCursor(BaseCursor):
         window = self.parent.next_many(self.size)
         if not window:
             raise StopIteration
-        self.order = window_order(window, (self.seed + self.window) % _SEED_LIMIT)
+        self.order = window_order(window, (self.seed + self.window) % SEED_LIMIT)
         self.taken = 0
 
     def _take(self, count: int) -> None:
