@@ -29,14 +29,13 @@ from grainfn._src.checkpoint.files import StatefulIterator
 from grainfn._src.core.state import describe_value
 from grainfn._src.core.state_codec import StateCodec, state_to_dict
 from grainfn._src.core.stream import Stream
+from grainfn._src.core.validate import INT64_MAX
 
 STATE, FINGERPRINT = "state", "fingerprint"
 """The keys of a state tree."""
 
 FREE_FIELDS = frozenset({"worker_count"})
 """Loader fields left out of the fingerprint: a state restores with any number of workers."""
-
-_INT64_MAX = 2**63 - 1
 
 
 def state_tree(iterator: StatefulIterator) -> dict[str, np.ndarray]:
@@ -162,7 +161,7 @@ def _flatten(value: Any, path: str, leaves: list[int]) -> Any:
         leaves.append(int(value))
         return "#bool"
     if isinstance(value, int):
-        if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise ValueError(f"State field {path} = {value} does not fit in an int64 leaf.")
         leaves.append(value)
         return "#int"
