@@ -81,7 +81,7 @@ def test_changed_files_names_the_first_change_and_counts_the_others() -> None:
     assert message is not None
     assert message.startswith(
         "File 'b' has changed since the state was saved: it had 10 bytes, now 11. 4 more "
-        "changed too: 'c', 'd', 'e', ..."
+        "changed too: 'c', 'd', 'e' and 1 other. The state's"
     )
     assert message.endswith(
         "Restore with the files the checkpoint was written with, or start "

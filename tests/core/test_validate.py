@@ -112,6 +112,8 @@ def test_weights_are_one_positive_finite_number_per_component() -> None:
         validate.check_weights([True, 1], 2)
     with pytest.raises(TypeError, match="got None at position 1"):
         validate.check_weights([1, None], 2)
+    with pytest.raises(TypeError, match="got '1' at position 0"):  # a number's text is no number
+        validate.check_weights(["1", 2], 2)
     for bad in (0, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="weights must be finite and > 0"):
             validate.check_weights([1, bad], 2)

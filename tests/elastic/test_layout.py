@@ -51,6 +51,7 @@ def test_counts_given_as_numpy_integers_are_kept_as_ints() -> None:
         ((8, 7, 0, 2), "7 logical shards allow 1 or 7 hosts"),
         ((9, 6, 0, 3), "global_batch_size 9 is not a multiple of num_logical_shards 6"),
         ((9, 6, 0, 3), "Use a global batch size of 6 or 12"),
+        ((3, 6, 0, 1), "Use a global batch size of 6, or another"),  # no multiple below 3
         ((8, 4, 2, 2), r"host \(shard_index\) must be in \[0, 2\) for 2 hosts, got 2"),
         ((8, 4, -1, 2), r"host \(shard_index\)"),
         ((8, 0, 0, 1), "num_logical_shards must be a positive integer"),

@@ -161,7 +161,8 @@ def changed_files(files: Mapping[str, str], current: Mapping[str, str], saved: A
     others = ""
     if len(changes) > 1:
         more = ", ".join(repr(other) for other, _, _ in changes[1:4])
-        etc = ", ..." if len(changes) > 4 else ""
+        rest = len(changes) - 4
+        etc = f" and {rest} other{'s' if rest > 1 else ''}" if rest > 0 else ""
         others = f" {len(changes) - 1} more changed too: {more}{etc}."
     return (
         f"File {name!r} has changed since the state was saved: {_what_changed(old, new)}."

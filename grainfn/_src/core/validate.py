@@ -265,7 +265,7 @@ def check_weights(weights: Sequence[Any], count: int) -> tuple[float, ...]:
         )
     result = []
     for position, weight in enumerate(weights):
-        if isinstance(weight, bool) or (
+        if isinstance(weight, (bool, str, bytes)) or (
             not isinstance(weight, (int, float)) and not _is_real(weight)
         ):
             raise TypeError(f"weights must be numbers, got {weight!r} at position {position}.")

@@ -77,8 +77,8 @@ num_logical_shards as a multiple of every host count the run may have (12 allows
             raise ValueError(
                 f"global_batch_size {size} is not a multiple of num_logical_shards {shards}: "
                 "every logical shard gives the same number of rows to each global batch. "
-                f"Use a global batch size of {size - size % shards or shards} or "
-                f"{size + shards - size % shards}, or another number of logical shards."
+                f"Use a global batch size of {_multiples_near(size, shards)}, or another "
+                "number of logical shards."
             )
         for name, value in (
             ("global_batch_size", size),
@@ -118,3 +118,10 @@ num_logical_shards as a multiple of every host count the run may have (12 allows
 def _or_list(values: tuple[int, ...]) -> str:
     words = [str(v) for v in values]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _multiples_near(size: int, shards: int) -> str:
+    """The multiples of `shards` just below and above `size`, as a message offers them."""
+    below = size - size % shards
+    above = below + shards
+    return f"{below} or {above}" if below else str(above)
