@@ -1,4 +1,4 @@
-"""Worker processes never run the user's main module (issue 31).
+"""Tests for grainfn._src.parallel.fork_server: workers never run the user's main module (issue 31).
 
 Each script here records every run of its module-level code in a marker file
 and would fail if that code ran twice (it binds a fixed TCP port and holds it,
@@ -12,15 +12,18 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import pickle
 import socket
 import subprocess
 import sys
 from multiprocessing import forkserver, spawn
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from grainfn import fn
+from grainfn._src.parallel import fork_server
 from grainfn._src.parallel.fork_server import PRELOAD, preparation_data, start_context
 
 from support.leaks import assert_nothing_left
@@ -282,3 +285,32 @@ def test_start_methods_are_checked() -> None:
     assert start_context("spawn").Process.__name__ == "SpawnWorkerProcess"
     with pytest.raises(ValueError, match=r"Unknown start method for grainfn workers: 'fork'"):
         start_context("fork")
+
+
+def test_warm_is_true_for_spawn_and_for_a_fork_server_that_forked_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert fork_server.warm("spawn")
+    monkeypatch.setattr(fork_server._SERVER, "forked", 0)
+    assert not fork_server.warm("forkserver")
+    monkeypatch.setattr(fork_server._SERVER, "forked", os.getpid())
+    assert fork_server.warm("forkserver")
+
+
+def test_each_process_gets_a_fork_server_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = fork_server._Server()
+    first = server.get()
+    assert server.get() is first  # made once in this process
+    assert first._preload_modules == list(PRELOAD)  # type: ignore[attr-defined]
+    monkeypatch.setattr(server, "owner", os.getpid() + 1)  # as in a child of os.fork()
+    assert server.get() is not first
+
+
+def test_the_launch_data_is_the_preparation_data_then_the_process() -> None:
+    process = start_context("spawn").Process(target=print, name="grainfn-worker-7")
+    popen = SimpleNamespace(duplicate_for_child=lambda fd: fd)  # lets the authkey pickle
+    data = fork_server._launch_data(popen, process)
+    data.seek(0)
+    prepared = pickle.load(data)
+    assert prepared == preparation_data("grainfn-worker-7")
+    assert pickle.load(data).name == "grainfn-worker-7"
