@@ -10,8 +10,8 @@ from grainfn._src.packing.arrays import Memory
 from grainfn._src.packing.spec import pack_spec
 
 
-def test_layout_tiles_each_row_with_padding_elements_and_the_rest() -> None:
-    pieces = arrays.layout(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
+def test_tile_rows_tiles_each_row_with_padding_elements_and_the_rest() -> None:
+    pieces = arrays.tile_rows(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
     assert pieces.elements.tolist() == [-1, 0, -1, 1, -1, -1, 2, -1]
     assert pieces.sizes[:, 0].tolist() == [0, 3, 1, 2, 0, 0, 4, 2]
     assert pieces.segments.tolist() == [0, 1, 0, 2, 0, 0, 1, 0]
@@ -19,13 +19,13 @@ def test_layout_tiles_each_row_with_padding_elements_and_the_rest() -> None:
     assert pieces.sizes[:, 0].sum() == 2 * 6
 
 
-def test_layout_of_several_features_aligns_each_on_its_own() -> None:
-    pieces = arrays.layout(np.array([0, 0]), np.array([[1, 2], [1, 2]]), [4, 6], [1, 3])
+def test_tile_rows_of_several_features_aligns_each_on_its_own() -> None:
+    pieces = arrays.tile_rows(np.array([0, 0]), np.array([[1, 2], [1, 2]]), [4, 6], [1, 3])
     assert pieces.sizes.tolist() == [[0, 0], [1, 2], [0, 1], [1, 2], [2, 1]]
 
 
 def test_fill_writes_values_segment_ids_and_positions_with_padding() -> None:
-    pieces = arrays.layout(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
+    pieces = arrays.tile_rows(np.array([0, 0, 1]), np.array([[3], [2], [4]]), [6], [2])
     values = [np.arange(3), np.arange(2) + 10, np.arange(4) + 20]
     packed, segment_ids, positions = arrays.fill(values, pieces, 0, 2, 6, padding=-1)
     assert packed.tolist() == [[0, 1, 2, -1, 10, 11], [20, 21, 22, 23, -1, -1]]
@@ -35,7 +35,7 @@ def test_fill_writes_values_segment_ids_and_positions_with_padding() -> None:
 
 
 def test_fill_keeps_inner_axes_and_the_first_elements_dtype() -> None:
-    pieces = arrays.layout(np.array([0, 0]), np.array([[1], [2]]), [4], [1])
+    pieces = arrays.tile_rows(np.array([0, 0]), np.array([[1], [2]]), [4], [1])
     values = [np.ones((1, 2), np.float32), np.full((2, 2), 7, np.int64)]
     packed, _, _ = arrays.fill(values, pieces, 0, 1, 4)
     assert packed.shape == (1, 4, 2)
@@ -44,7 +44,7 @@ def test_fill_keeps_inner_axes_and_the_first_elements_dtype() -> None:
 
 
 def test_fill_names_the_feature_whose_inner_shapes_differ() -> None:
-    pieces = arrays.layout(np.array([0, 0]), np.array([[1], [1]]), [2], [1])
+    pieces = arrays.tile_rows(np.array([0, 0]), np.array([[1], [1]]), [2], [1])
     with pytest.raises(ValueError, match=r"Feature 'tokens' has elements of different inner"):
         arrays.fill([np.ones((1, 2)), np.ones((1, 3))], pieces, 0, 1, 2, name="tokens")
 

@@ -44,9 +44,9 @@ def test_per_leaf_options_follow_the_length_struct() -> None:
     assert spec.paddings == (-1, None, 0)
 
 
-def test_describe_names_every_option_that_is_not_its_default() -> None:
+def test_stage_line_names_every_option_that_is_not_its_default() -> None:
     plain = pack_spec("first_fit", {"x": 4}, 2)
-    assert plain.describe() == "first_fit_pack({'x': 4}, num_packing_bins=2, seed=0)"
+    assert plain.stage_line() == "first_fit_pack({'x': 4}, num_packing_bins=2, seed=0)"
     spec = pack_spec(
         "best_fit",
         {"x": 4},
@@ -58,13 +58,13 @@ def test_describe_names_every_option_that_is_not_its_default() -> None:
         padding_struct={"x": 9},
         max_sequences_per_bin=5,
     )
-    assert spec.describe() == (
+    assert spec.stage_line() == (
         "best_fit_pack({'x': 4}, num_packing_bins=2, seed=3, shuffle_bins=False, "
         "meta_features=['x'], pack_alignment_struct={'x': 2}, padding_struct={'x': 9}, "
         "max_sequences_per_bin=5)"
     )
     grouped = pack_spec("first_fit", {"x": 4}, 2, shuffle_bins_group_by_feature="x_segment_ids")
-    assert "shuffle_bins_group_by_feature='x_segment_ids'" in grouped.describe()
+    assert "shuffle_bins_group_by_feature='x_segment_ids'" in grouped.stage_line()
 
 
 @pytest.mark.parametrize(
