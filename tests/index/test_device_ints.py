@@ -8,6 +8,7 @@ import pytest
 
 from grainfn._src.index import device_ints
 from grainfn._src.index.device_ints import IntMode, Split, UnrepresentableError
+from grainfn._src.index.slicing import MAX_POSITION
 from grainfn._src.index.wide import Wide
 
 M32, M64 = IntMode(32), IntMode(64)
@@ -48,7 +49,7 @@ def test_bounds_of_epochs_offsets_and_parents() -> None:
     assert device_ints.offset_bound(5, 12) == 4
     assert device_ints.offset_bound(50, 12) == 12
     assert device_ints.parent_bound(5, 12, 10) == 29
-    assert device_ints.parent_bound(1, 2**62, 2**62) == device_ints.MAX_POSITION
+    assert device_ints.parent_bound(1, 2**62, 2**62) == MAX_POSITION
 
 
 def test_offsets_are_wide_only_when_they_pass_the_mode() -> None:
@@ -71,7 +72,7 @@ def test_split_of_wide_positions() -> None:
     epoch, offset = device_ints.split(M32, wide, 2**33 + 1, 2**40)
     assert isinstance(offset, Wide)
     assert (int(epoch), int(offset.high) * 2**32 + int(offset.low)) == (3, 12)
-    endless = device_ints.split(M32, wide, device_ints.MAX_POSITION, 2**40)
+    endless = device_ints.split(M32, wide, MAX_POSITION, 2**40)
     assert int(endless.epoch) == 0 and endless.offset is wide
 
 
