@@ -1,7 +1,5 @@
 """Tests for grainfn._src.loader.pack_and_batch: Grain's legacy PackAndBatchOperation on records."""
 
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
@@ -76,13 +74,3 @@ def test_packed_record_keeps_the_last_records_metadata_without_its_key() -> None
     last = Record(RecordMetadata.seeded(index=7, record_key=3, key=5), "data")
     packed = packed_record(last, "batch")
     assert packed == Record(RecordMetadata.seeded(7, None, 5), "batch")
-
-
-def test_importing_the_operation_does_not_import_packing() -> None:
-    code = (
-        "import sys\n"
-        "import grainfn._src.loader.pack_and_batch\n"
-        "print(any(name.startswith('grainfn._src.packing') for name in sys.modules))"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.stdout.strip() == "False", result.stderr
