@@ -43,8 +43,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-INLINE_BYTES = 64 * 1024
-"""Buffers smaller than this travel inside the pickle: sharing them costs more than the copy."""
+from grainfn._src.parallel.transfer import INLINE_BYTES
 
 PIPELINE_FILE_NAME = "grainfn-pipeline"
 """The name a pipeline's memory file shows in /proc/PID/fd and /proc/PID/maps."""

@@ -47,7 +47,8 @@ from grainfn._src.parallel.columns import Columns, Spec
 from grainfn._src.parallel.ring import Ring, RingReader
 
 INLINE_BYTES = 64 * 1024
-"""Buffers smaller than this travel inside the pickle, not through a memory file."""
+"""Buffers smaller than this travel inside the pickle, of a block or of a pipeline
+(`shipping`), not through a memory file: sharing them costs more than the copy."""
 
 BLOCK_FILE_NAME = "grainfn-block"
 """The name memory files show in /proc/PID/fd and /proc/PID/maps (as `memfd:grainfn-block`)."""
