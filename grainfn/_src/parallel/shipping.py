@@ -43,13 +43,12 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from grainfn._src.parallel.transfer import INLINE_BYTES
+from grainfn._src.parallel.transfer import INLINE_BYTES, write_memory_file
 
 PIPELINE_FILE_NAME = "grainfn-pipeline"
 """The name a pipeline's memory file shows in /proc/PID/fd and /proc/PID/maps."""
 
 _ALIGNMENT = 64  # each buffer starts at a multiple of this in the memory file
-_WRITE_CHUNK = 1 << 30
 
 
 COPY_RATE = 1e9
@@ -98,7 +97,7 @@ class Shipped:
         with self._lock:
             if self._memory is None and not self._memory_failed:
                 try:
-                    self._memory = _write_memory_file(self.buffers)
+                    self._memory = write_memory_file(PIPELINE_FILE_NAME, self.buffers, _ALIGNMENT)
                 except (OSError, AttributeError):  # no memfd here, or no memory for it
                     self._memory_failed = True
                 else:
@@ -304,33 +303,6 @@ def _map_file(
     if not writable:
         array.flags.writeable = False
     return array
-
-
-def _write_memory_file(buffers: Sequence[memoryview]) -> tuple[int, tuple[int, ...]]:
-    """A memory file with `buffers` at aligned offsets, and the offsets.
-
-    Written with `os.pwrite`: the kernel copies into the file's pages without
-    holding the GIL (the reader goes on meanwhile), at about twice the speed
-    of a copy through a mapping, which faults each page in first.
-    """
-    offsets = []
-    length = 0
-    for buffer in buffers:
-        length = -(-length // _ALIGNMENT) * _ALIGNMENT
-        offsets.append(length)
-        length += buffer.nbytes
-    descriptor = os.memfd_create(PIPELINE_FILE_NAME, os.MFD_CLOEXEC)
-    try:
-        os.ftruncate(descriptor, max(1, length))
-        for offset, buffer in zip(offsets, buffers):
-            written = 0
-            while written < buffer.nbytes:  # at most about 2 GiB a call
-                chunk = buffer[written : written + _WRITE_CHUNK]
-                written += os.pwrite(descriptor, chunk, offset + written)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor, tuple(offsets)
 
 
 def _close_memory(memory: tuple[int, tuple[int, ...]]) -> None:

@@ -114,7 +114,7 @@ def encode_block(
         return Encoded(data, None, [])
     views = [buffer.raw() for buffer in buffers]
     try:
-        descriptor = _write_memory_file(views)
+        descriptor, _ = write_memory_file(BLOCK_FILE_NAME, views)
     except OSError:  # out of memory for the file: send the buffers in-band instead
         return Encoded(pickle.dumps(block, protocol=5), None, [])
     return Encoded(data, descriptor, [view.nbytes for view in views])
@@ -252,18 +252,45 @@ class Channel:
         return self._socket
 
 
-def _write_memory_file(views: list[memoryview]) -> int:
-    descriptor = os.memfd_create(BLOCK_FILE_NAME, os.MFD_CLOEXEC)
+def write_memory_file(
+    name: str, buffers: Sequence[memoryview], alignment: int = 1
+) -> tuple[int, tuple[int, ...]]:
+    """A new memory file named `name` holding `buffers`, and the offset of each.
+
+    Each buffer starts at a multiple of `alignment` (1: end to end). Written
+    with `os.pwrite`: the kernel copies into the file's pages without holding
+    the GIL (the reader goes on meanwhile), at about twice the speed of a copy
+    through a mapping, which faults each page in first.
+
+    Args:
+        name: What /proc/PID/fd and /proc/PID/maps show (`memfd:<name>`).
+        buffers: Flat, contiguous bytes (`PickleBuffer.raw()`).
+        alignment: The multiple each buffer's offset is rounded up to.
+
+    Returns:
+        The file's descriptor (the caller closes it) and the buffers' offsets.
+
+    Raises:
+        OSError: if the file cannot be made or written (its descriptor is closed).
+    """
+    offsets = []
+    length = 0
+    for buffer in buffers:
+        length = -(-length // alignment) * alignment
+        offsets.append(length)
+        length += buffer.nbytes
+    descriptor = os.memfd_create(name, os.MFD_CLOEXEC)
     try:
-        os.ftruncate(descriptor, max(1, sum(view.nbytes for view in views)))
-        for view in views:  # PickleBuffer.raw(): flat, contiguous bytes
+        os.ftruncate(descriptor, max(1, length))
+        for offset, buffer in zip(offsets, buffers):
             written = 0
-            while written < view.nbytes:
-                written += os.write(descriptor, view[written : written + _WRITE_CHUNK])
+            while written < buffer.nbytes:  # at most about 2 GiB a call
+                chunk = buffer[written : written + _WRITE_CHUNK]
+                written += os.pwrite(descriptor, chunk, offset + written)
     except BaseException:
         os.close(descriptor)
         raise
-    return descriptor
+    return descriptor, tuple(offsets)
 
 
 _LEGACY_SEGMENT = re.compile(r"grainfn_(\d+)_\d+")
