@@ -19,7 +19,8 @@ from grainfn._src.device.step_states import (
     to_device,
     to_host,
 )
-from grainfn._src.index.device_ints import MAX_POSITION, IntMode
+from grainfn._src.index.device_ints import IntMode
+from grainfn._src.index.slicing import MAX_POSITION
 
 CODEC = StateCodec(fn.from_dataset(fn.repeat(None, fn.range(10))))
 OTHER = StateCodec(fn.from_dataset(fn.repeat(None, fn.range(11))))
