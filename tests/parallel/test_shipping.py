@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from grainfn import fn
-from grainfn._src.parallel import shipping
+from grainfn._src.parallel import shipping, transfer
 from grainfn._src.parallel.processes import WorkerError, WorkerPool
 
 from faults.test_process_faults import in_session
@@ -237,3 +237,19 @@ def test_objects_that_are_not_arrays_still_travel_inside_the_pickle() -> None:
     shipped = shipping.encode_pipeline(fn.source(records))
     assert shipped.buffers == ()
     assert read_in_workers(fn.source(records)) == records
+
+
+def test_a_memory_file_holds_each_buffer_at_its_aligned_offset() -> None:
+    data = [b"abc", b"de"]
+    buffers = [memoryview(d) for d in data]
+    for alignment, offsets in ((1, (0, 3)), (64, (0, 64))):
+        descriptor, got = transfer.write_memory_file(
+            shipping.PIPELINE_FILE_NAME, buffers, alignment
+        )
+        try:
+            assert got == offsets
+            assert [os.pread(descriptor, len(d), at) for d, at in zip(data, got)] == data
+            name = f"/memfd:{shipping.PIPELINE_FILE_NAME}"
+            assert os.readlink(f"/proc/self/fd/{descriptor}").startswith(name)
+        finally:
+            os.close(descriptor)
