@@ -86,9 +86,12 @@ def test_the_sweep_of_a_missing_folder_removes_nothing(tmp_path: Path) -> None:
 
 
 def test_memory_files_hold_the_bytes_of_every_view() -> None:
-    descriptor = transfer._write_memory_file([memoryview(b"abc"), memoryview(b"de")])
+    descriptor, offsets = transfer.write_memory_file(
+        transfer.BLOCK_FILE_NAME, [memoryview(b"abc"), memoryview(b"de")]
+    )
     try:
         assert os.pread(descriptor, 10, 0) == b"abcde"
+        assert offsets == (0, 3)
         assert os.readlink(f"/proc/self/fd/{descriptor}").startswith("/memfd:grainfn-block")
     finally:
         os.close(descriptor)
