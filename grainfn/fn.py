@@ -76,10 +76,8 @@ if TYPE_CHECKING:
     from grainfn._src.device.dataset import JaxDataset as JaxDataset
     from grainfn._src.device.dataset import to_jax as to_jax
     from grainfn._src.device.put import put_on_device as put_on_device
-    from grainfn._src.elastic.shards import logical_shard as logical_shard
     from grainfn._src.elastic.stream import ElasticState as ElasticState
     from grainfn._src.elastic.stream import elastic_batches as elastic_batches
-    from grainfn._src.elastic.worker_order import grain_worker_order as grain_worker_order
     from grainfn._src.formats.parquet import ParquetPosition as ParquetPosition
     from grainfn._src.formats.parquet import parquet as parquet
     from grainfn._src.formats.tfrecord import TFRecordPosition as TFRecordPosition
@@ -107,5 +105,7 @@ if TYPE_CHECKING:
     from grainfn._src.parallel.ray_placement import PlacementError as PlacementError
     from grainfn._src.parallel.ray_pool import RayPool as RayPool
     from grainfn._src.parallel.ray_prefetch import ray_prefetch as ray_prefetch
+    from grainfn._src.shards.logical import logical_shard as logical_shard
+    from grainfn._src.shards.worker_order import grain_worker_order as grain_worker_order
 
 __getattr__, __dir__, __all__ = lazy_attributes(globals())

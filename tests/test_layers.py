@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lazy", "index"),
     ("core",),
     ("stages", "parallel", "packing", "checkpoint", "transforms"),
+    ("shards",),
     ("formats", "inspect", "device", "elastic"),
     ("fn",),
     ("testing", "loader"),

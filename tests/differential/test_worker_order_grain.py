@@ -12,14 +12,11 @@ level (`worker_copy`); without it, grainfn's workers keep each element as it is.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import json
-import urllib.parse
 from typing import Any
 
 import grain
-import jax
 import numpy as np
 import pytest
 from hypothesis import assume, given, note, settings
@@ -27,13 +24,12 @@ from hypothesis import strategies as st
 
 import grainfn
 from grainfn import fn
-from grainfn._src.elastic.worker_order import worker_copy
 from grainfn._src.loader.samplers import shard_length
 
 from support.loader_specs import assert_same_elements, build_loader, loader_specs
 from support.pipelines import build_grain_stream, stream_specs
 from support.reading import read_to_end
-from support.trees import assert_same_tree, element, templates
+from support.trees import assert_same_trees, element, every_kind, templates
 
 pytestmark = [pytest.mark.grain, pytest.mark.usefixtures("absl_flags_parsed")]
 
@@ -235,12 +231,6 @@ def shuffled_loader(module: Any, data: list[Any], workers: int, **options: Any) 
     return module.DataLoader(data_source=data, sampler=sampler, worker_count=workers, **options)
 
 
-def assert_same_trees(ours: list[Any], theirs: list[Any]) -> None:
-    assert len(ours) == len(theirs)
-    for k, (a, b) in enumerate(zip(ours, theirs)):
-        assert_same_tree(a, b, f"element {k}")
-
-
 @settings(max_examples=3, deadline=None)
 @given(templates(), st.integers(1, 3))
 def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int) -> None:
@@ -249,20 +239,6 @@ def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int
     ours = read_to_end(with_workers(grainfn, source(grainfn, data), workers))
     theirs = read_to_end(with_workers(grain, source(grain, data), workers))
     assert_same_trees(ours, theirs)
-
-
-def every_kind(i: int) -> Any:
-    """Each kind of node Grain's workers rebuild, or keep, nested in a dict."""
-    return {
-        "nested": {"b": i, "a": [{"d": i, "c": (i, {"y": i, "x": None})}]},
-        "ordered": collections.OrderedDict([("b", i), ("a", {"d": i, "c": i})]),
-        "default": collections.defaultdict(int, {"b": i, "a": {"d": i, "c": i}}),
-        "counter": collections.Counter({"b": i, "a": i}),  # a dict subclass: a leaf to JAX
-        "url": urllib.parse.ParseResult("s", {"b": i, "a": i}, "p", "", "", ""),  # a namedtuple
-        "numbers": {10: "ten", 9: "nine", -1: i},
-        "text": f"t{i}",
-        "array": np.arange(3) + i,
-    }
 
 
 @pytest.mark.parametrize("kind", ["mp_prefetch", "DataLoader"])
@@ -294,30 +270,3 @@ def test_grainfns_own_workers_keep_each_elements_key_order(kind: str) -> None:
         ours = read_to_end(shuffled_loader(grainfn, data, 2))
         assert ours == read_to_end(shuffled_loader(grainfn, data, 0))
     assert all(list(e) == ["b", "a"] and list(e["a"]) == ["d", "c"] for e in ours)
-
-
-@jax.tree_util.register_pytree_node_class
-class Pair:
-    """A class JAX registers as a node: its children's dicts are rebuilt too."""
-
-    def __init__(self, left: Any, right: Any) -> None:
-        self.left, self.right = left, right
-
-    def tree_flatten(self) -> tuple[tuple[Any, Any], None]:
-        return (self.left, self.right), None
-
-    @classmethod
-    def tree_unflatten(cls, aux: None, children: Any) -> Pair:
-        return cls(*children)
-
-
-@settings(max_examples=40)
-@given(templates())
-def test_worker_copy_is_jaxs_tree_map(template: Any) -> None:
-    value = element(template, 3)
-    nodes = {"pair": Pair(value, {"b": 1, "a": 2}), "all": every_kind(1), "value": value}
-    copied = worker_copy(nodes)
-    expected = jax.tree_util.tree_map(lambda leaf: leaf, nodes)
-    pairs = copied.pop("pair"), expected.pop("pair")
-    assert_same_trees([copied, pairs[0].left, pairs[0].right], [expected, *vars(pairs[1]).values()])
-    assert type(pairs[0]) is Pair

@@ -26,8 +26,8 @@ from grainfn._src.core.reading import CheckedDatasetCursor, FromDatasetStream
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.reads import SeparateReads, SharedReads, shared_dataset
-from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.elastic.stream import elastic_batches, host_stream
+from grainfn._src.shards.logical import logical_shard
 from grainfn.experimental import DatasetOptions, ElasticIterator, WithOptionsIterDataset
 
 from support.scripted_clock import ScriptedClock, charged

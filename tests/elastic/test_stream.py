@@ -24,7 +24,6 @@ from grainfn._src.core.dataset import INFINITE, upstream_holes
 from grainfn._src.elastic import states
 from grainfn._src.elastic.layout import Layout, valid_host_counts
 from grainfn._src.elastic.rows import whole_dataset
-from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.elastic.stream import (
     READ_AHEAD,
     ElasticStream,
@@ -33,6 +32,7 @@ from grainfn._src.elastic.stream import (
     host_stream,
 )
 from grainfn._src.parallel.mp_prefetch import PrefetchedStream
+from grainfn._src.shards.logical import logical_shard
 
 MAX_BATCHES = 40
 
@@ -165,20 +165,6 @@ def test_a_map_level_pipeline_read_as_one_dataset_gives_the_same_batches_and_sta
     assert_same_batches((taken + resumed)[:MAX_BATCHES], expected)
 
 
-def test_the_logical_shards_read_each_leaf_position_once() -> None:
-    stream = fn.from_dataset(fn.shuffle(fn.range(103), seed=5))
-    read = [x for s in range(4) for x in fn.iterate(logical_shard(stream, s, 4))]
-    assert sorted(read) == list(range(103))
-
-
-def test_a_mix_of_named_streams_is_cut_in_every_component() -> None:
-    a = fn.from_dataset(fn.range(40))
-    b = fn.from_dataset(fn.range(100, 140))
-    mixed = fn.mix({"a": a, "b": b}, {"a": 1, "b": 1})
-    shard = list(fn.iterate(logical_shard(mixed, 1, 4)))
-    assert shard[:6] == [1, 101, 5, 105, 9, 109]
-
-
 def test_workers_run_once_per_host_and_change_nothing() -> None:
     base = fn.filter(lambda x: x % 5 != 0, fn.from_dataset(fn.shuffle(fn.range(600), seed=2)))
     layout = Layout(12, 6, host=1, num_hosts=2)
@@ -263,25 +249,6 @@ def test_the_state_after_a_failed_batch_is_after_the_batches_handed_out() -> Non
     twin = fn.iterate(host_stream(fn.from_dataset(fn.range(64)), Layout(8, 4)))
     assert [b.tolist() for b in taken] == [next(twin).tolist() for _ in taken]
     assert it.state == twin.state
-
-
-def test_a_stage_without_positions_to_slice_is_refused() -> None:
-    datasets = fn.source([fn.range(3), fn.range(4)])
-    interleaved = fn.interleave(2, datasets)
-    with pytest.raises(ValueError, match="cannot be cut from 'interleave"):
-        logical_shard(interleaved, 0, 2)
-
-
-def test_a_stream_random_map_draws_differently_in_every_shard() -> None:
-    def draw(x: int, rng: np.random.Generator) -> float:
-        return float(rng.random())
-
-    stream = fn.random_map(draw, fn.from_dataset(fn.range(40)), seed=3)
-    whole = list(fn.iterate(stream))
-    shards = [list(fn.iterate(logical_shard(stream, s, 4))) for s in range(4)]
-    # Element k of shard s takes the draws of index s + 4k: together, those of the whole.
-    assert sorted(x for shard in shards for x in shard) == sorted(whole)
-    assert shards[1][2] == whole[1 + 4 * 2]
 
 
 def tokens(x: int) -> dict[str, np.ndarray]:

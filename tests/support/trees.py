@@ -8,7 +8,9 @@ level, the same types, the same values.
 
 from __future__ import annotations
 
+import collections
 import itertools
+import urllib.parse
 from typing import Any
 
 import numpy as np
@@ -84,3 +86,24 @@ def assert_same_tree(ours: Any, theirs: Any, path: str = "batch") -> None:
         np.testing.assert_array_equal(ours, theirs, err_msg=path)
     else:
         assert ours == theirs, path
+
+
+def assert_same_trees(ours: list[Any], theirs: list[Any]) -> None:
+    """Lists of the same length whose trees are the same, element by element."""
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same_tree(a, b, f"element {k}")
+
+
+def every_kind(i: int) -> Any:
+    """Each kind of node Grain's workers rebuild, or keep, nested in a dict."""
+    return {
+        "nested": {"b": i, "a": [{"d": i, "c": (i, {"y": i, "x": None})}]},
+        "ordered": collections.OrderedDict([("b", i), ("a", {"d": i, "c": i})]),
+        "default": collections.defaultdict(int, {"b": i, "a": {"d": i, "c": i}}),
+        "counter": collections.Counter({"b": i, "a": i}),  # a dict subclass: a leaf to JAX
+        "url": urllib.parse.ParseResult("s", {"b": i, "a": i}, "p", "", "", ""),  # a namedtuple
+        "numbers": {10: "ten", 9: "nine", -1: i},
+        "text": f"t{i}",
+        "array": np.arange(3) + i,
+    }

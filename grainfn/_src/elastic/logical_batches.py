@@ -44,7 +44,7 @@ class LogicalShardBatches(Iterator[Any]):
     Raises:
         ValueError: for a layout the counts do not allow (see `Layout`), or
             more logical shards than the data allows (see
-            `grainfn._src.elastic.shards.check_shard_count`).
+            `grainfn._src.shards.logical.check_shard_count`).
 
     Examples:
         >>> from grainfn import fn

@@ -20,8 +20,8 @@ from typing import Any, cast
 from grainfn._src.core.state import describe_value, is_saved_count
 from grainfn._src.core.state_codec import StateCodec
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic.shards import executes_leaves
 from grainfn._src.elastic.stream import ElasticState, ElasticStream
+from grainfn._src.shards.logical import executes_leaves
 
 ELASTIC_VERSION = 1
 """The version of the elastic state form; `decode` reads only this one."""

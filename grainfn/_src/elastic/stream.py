@@ -29,14 +29,14 @@ from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.pushdown import into_dataset
 from grainfn._src.elastic.reads import Blocks, SeparateReads, SharedReads, shared_dataset
 from grainfn._src.elastic.rows import RowsCursor, whole_dataset
-from grainfn._src.elastic.shards import (
+from grainfn._src.parallel.mp_prefetch import PrefetchedStream
+from grainfn._src.shards.logical import (
     check_shard_count,
     executes_leaves,
     logical_shard,
     positions_to_cut,
     prefetch_of,
 )
-from grainfn._src.parallel.mp_prefetch import PrefetchedStream
 from grainfn._src.stages.zip import check_components
 
 

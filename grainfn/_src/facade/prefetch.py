@@ -6,7 +6,7 @@ a background thread: a grainfn iterator through the core's `thread_prefetch`
 (its states come from the stream), any other through the core's
 `IteratorReadAhead`, over the iterator as it stands, taking the parent's
 `get_state()` after each element. `multithread_prefetch` cuts a pipeline into
-one logical shard per thread (`grainfn._src.elastic.shards`) and interleaves
+one logical shard per thread (`grainfn._src.shards.logical`) and interleaves
 them, as Grain does. It is built from the core's `thread_prefetch`,
 `logical_shard` and `interleave`.
 """
@@ -20,9 +20,9 @@ from grainfn import fn
 from grainfn._src.core import validate
 from grainfn._src.core.iterator import StreamIterator, open_iterator
 from grainfn._src.core.state_codec import StateCodec
-from grainfn._src.elastic.shards import logical_shard
 from grainfn._src.facade.config import config
 from grainfn._src.facade.dataset import DatasetIterator, IterDataset, iter_core
+from grainfn._src.shards.logical import logical_shard
 from grainfn._src.stages.thread_prefetch import IteratorReadAhead
 
 T = TypeVar("T")

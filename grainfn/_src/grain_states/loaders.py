@@ -34,10 +34,10 @@ from grainfn._src.core import state as records
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
-from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
 from grainfn._src.loader.sampled import SampledDataset
 from grainfn._src.loader.sharding import ShardOptions
+from grainfn._src.shards.worker_order import GrainWorkerOrderStream
 from grainfn._src.stages.batch import BatchedDataset, BatchedStream
 from grainfn._src.stages.filter import FilteredDataset, FilteredStream
 from grainfn._src.stages.interleave import InterleaveSlot, InterleaveState

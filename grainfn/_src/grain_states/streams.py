@@ -48,10 +48,10 @@ from typing import Any
 from grainfn._src.core import state as records
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import PassThroughStream, Stream, stage_kinds
-from grainfn._src.elastic.worker_order import GrainWorkerOrderStream
 from grainfn._src.grain_states.loaders import dataset_position, reads_loader_records
 from grainfn._src.packing.concat_then_split import ConcatThenSplitState, ConcatThenSplitStream
 from grainfn._src.parallel.mp_prefetch import PrefetchedStream
+from grainfn._src.shards.worker_order import GrainWorkerOrderStream
 from grainfn._src.stages.interleave import (
     InterleavedDatasetsStream,
     InterleavedStream,

@@ -89,8 +89,8 @@ def loader_stream(
     records = sampled(source, sampler, shard)
     if grain_worker_order and worker_count > 0:
         # Imported here: logical shards are for runs moving between Grain and grainfn.
-        from grainfn._src.elastic.shards import check_shard_count
-        from grainfn._src.elastic.worker_order import WITHOUT_WORKER_ORDER, GrainWorkerOrderStream
+        from grainfn._src.shards.logical import check_shard_count
+        from grainfn._src.shards.worker_order import WITHOUT_WORKER_ORDER, GrainWorkerOrderStream
 
         shard_records = "the shard's records"
         check_shard_count(

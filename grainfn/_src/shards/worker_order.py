@@ -28,7 +28,7 @@ from typing import Any
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
-from grainfn._src.elastic.shards import check_shard_count, logical_shard, positions_to_cut
+from grainfn._src.shards.logical import check_shard_count, logical_shard, positions_to_cut
 from grainfn._src.stages.interleave import InterleavedStream
 
 WITHOUT_WORKER_ORDER = (
