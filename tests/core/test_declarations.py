@@ -74,7 +74,7 @@ def test_every_hook_has_a_line_of_doc_and_a_default_of_its_type() -> None:
     ("base", "name", "meant"),
     [
         (PassThroughStream, "spec_rul", "spec_rule"),
-        (PassThroughStream, "grain_key", "grain_keys"),
+        (PassThroughStream, "grain_stat", "grain_state"),
         (PassThroughStream, "transparant", "transparent"),
         (PassThroughStream, "executes_leave", "executes_leaves"),
         (IndexStage, "makes_hole", "makes_holes"),
@@ -93,11 +93,11 @@ def test_a_misspelt_hook_fails_when_the_class_is_made(base: type, name: str, mea
 
 
 def test_a_misspelt_field_of_a_dataclass_stage_fails_too() -> None:
-    with pytest.raises(TypeError, match=r"Kept declares grain_key, .* did you mean grain_keys"):
+    with pytest.raises(TypeError, match=r"Kept declares grain_stat, .* did you mean grain_state"):
 
         @dataclasses.dataclass(frozen=True)
         class Kept(PassThroughStream):
-            grain_key: int
+            grain_stat: int
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
 import pytest
 
 from grainfn import fn
+from grainfn._src.core.dataset import ElementStage
+from grainfn._src.core.loader_records import ONE_TO_ONE
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.grain_states.loaders import (
     dataset_position,
@@ -163,3 +166,43 @@ def test_grain_names_an_array_record_source_by_the_sha1_of_its_paths(
 def test_a_dataset_position_is_a_record_position() -> None:
     stream = loader_stream(list(range(6)), SequentialSampler(6), [], WHOLE)
     assert loader_from_grain(stream, grain_state(0, {"0": 2}), WHOLE) == DatasetPosition(3)
+
+
+SHARD = WHOLE
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Doubled(ElementStage[Any]):
+    """A stage made up for these tests: one element per record, declared so and nothing else."""
+
+    loader_records = ONE_TO_ONE
+
+    def _get(self, index: int) -> Any:
+        return self.parent._get(index)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Undeclared(Doubled):
+    """The same stage, declaring nothing: no DataLoader state is read through it."""
+
+    loader_records = None
+
+
+def loader(stage: type[Any]) -> fn.Stream:
+    return fn.from_dataset(
+        fn.batch(2, stage(sampled(list("abcdefg"), SequentialSampler(7), SHARD)))
+    )
+
+
+def test_a_declared_stage_is_walked_both_ways_with_any_worker_count() -> None:
+    stream = loader(Doubled)
+    for workers in (0, 1):  # a batch keeps Grain's order with one worker or none
+        state = loader_to_grain(stream, DatasetPosition(2), SHARD, workers)
+        assert loader_from_grain(stream, state, SHARD) == DatasetPosition(2)
+    state = loader_to_grain(stream, DatasetPosition(2), SHARD, 0)
+    assert state["last_seen_indices"] == {"0": 3}  # two batches of two records: 0 to 3
+
+
+def test_a_stage_that_declares_nothing_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="for the stage 'Undeclared'"):
+        loader_to_grain(loader(Undeclared), DatasetPosition(1), SHARD, 0)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 import numpy as np
 
 from grainfn._src.core import declarations, validate
+from grainfn._src.core.loader_records import LoaderRecords
 from grainfn._src.core.random_stage import RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 
@@ -81,6 +82,11 @@ class Dataset(Generic[T]):
     """How `grainfn.testing`'s random pipelines draw this stage.
 
     See `grainfn._src.core.random_stage`; None: they do not draw it."""
+
+    loader_records: ClassVar[LoaderRecords | None] = None
+    """How its positions follow the records Grain's DataLoader state counts.
+
+    See `grainfn._src.core.loader_records`; None: no DataLoader state is read through it."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Checks a new stage class's declarations when it is made (`declarations.check`)."""

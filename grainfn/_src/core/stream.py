@@ -20,7 +20,8 @@ from typing_extensions import TypeVar
 from grainfn._src.core import declarations
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import library_subclasses, pipeline_lines
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import PARENTS, GrainState
+from grainfn._src.core.loader_records import LoaderRecords
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import RandomStage
 from grainfn._src.core.spec_rule import SpecRule
@@ -142,16 +143,20 @@ class Stream(Generic[T, S]):
 
     A member of `SpecRule`, done by `grainfn._src.inspect.element_spec.RULES`
     (UNKNOWN: it cannot)."""
-    grain_keys: ClassVar[GrainKeys | None] = None
-    """How this stage's state record reads as Grain's state of the stage.
+    grain_state: ClassVar[GrainState | None] = None
+    """How Grain's state of this stage reads into its record and is written back.
 
-    See `grainfn._src.core.grain_keys`; None where its state is its parent's, or
-    where Grain's state of the stage is not counters over its parent's."""
+    See `grainfn._src.core.grain_state`; None: Grain's state does not determine grainfn's."""
     next_index_rule: ClassVar[NextIndexRule | None] = None
     """How Grain's `get_next_index` and `set_next_index` cross this stage.
 
     A member of `NextIndexRule`, done by `grainfn._src.grain_states.next_index.RULES`
     (None: its position is not one index)."""
+    loader_records: ClassVar[LoaderRecords | None] = None
+    """How its states follow the records Grain's DataLoader state counts.
+
+    See `grainfn._src.core.loader_records`; None: no DataLoader state is read through it
+    (a `transparent` stage passes them on all the same)."""
     random_stage: ClassVar[RandomStage | tuple[RandomStage, ...] | None] = None
     """How `grainfn.testing`'s random pipelines draw this stage.
 
@@ -217,7 +222,7 @@ class Stream(Generic[T, S]):
         """The record at the position Grain's state of this stage names.
 
         `read` is the record built field by field from Grain's keys
-        (`grain_keys`). A stage whose Grain state names some positions its own
+        (`grain_state`, a `GrainKeys`). A stage whose Grain state names some positions its own
         way (the window or batch that just ended) overrides this; `path` names
         the state for its errors.
         """
@@ -241,6 +246,8 @@ class OneParentStream(Stream[T, S]):
 @dataclasses.dataclass(frozen=True, repr=False)
 class PassThroughStream(OneParentStream[T, Any]):
     """Base of stages whose state is their parent's state."""
+
+    grain_state: ClassVar[GrainState | None] = PARENTS  # Grain's state is the parent's too
 
     def init(self) -> Any:
         return self.parent.init()

@@ -39,7 +39,7 @@ import numpy as np
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.file_kinds import check_regular_file, check_replaceable
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 _POLYNOMIAL = 0x82F63B78  # CRC-32C (Castagnoli), bit-reversed
@@ -246,7 +246,7 @@ class TFRecordStream(Stream[bytes]):
 
     path: str
     verify_data_crc: bool = False
-    grain_keys = GrainKeys(
+    grain_state = GrainKeys(
         "TFRecordIterDataset", TFRecordPosition, (("reader_offset", "offset"),), parent=None
     )
     reads_in_parent = True  # no dataset positions to hand to mp_prefetch's workers

@@ -25,24 +25,19 @@ the SHA-1 of its file paths, as given, one after another (`names_source`).
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.loader_records import LoaderRecords
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.stream import Stream
 from grainfn._src.formats.array_record.source import ArrayRecordDataSource
-from grainfn._src.loader.sampled import SampledDataset
 from grainfn._src.loader.sharding import ShardOptions
 from grainfn._src.shards.worker_order import GrainWorkerOrderStream
-from grainfn._src.stages.batch import BatchedDataset, BatchedStream
-from grainfn._src.stages.filter import FilteredDataset, FilteredStream
 from grainfn._src.stages.interleave import InterleaveSlot, InterleaveState
-from grainfn._src.stages.map import MappedDataset, MappedStream
-from grainfn._src.stages.slice import SlicedDataset
 
 
 def records_taken(state: dict[str, Any], shard: ShardOptions) -> int:
@@ -244,36 +239,71 @@ def grain_source_name(source: Any, name: str) -> str:
 
 def _records_at(stream: Any, record: Any, one_to_one: bool) -> int:
     """The records of the shard taken at `record` of a loader's `stream` (inverse `_at_record`)."""
-    if isinstance(stream, FromDatasetStream):
-        return _records(stream.dataset, record.position, one_to_one)
-    many = isinstance(stream, (FilteredStream, BatchedStream))
-    if stream.transparent or isinstance(stream, MappedStream) or (many and not one_to_one):
-        (parent,) = stream.parents
-        return _records_at(parent, record, one_to_one)
-    raise _refused(stream, one_to_one, written=True)
-
-
-def _records(dataset: Dataset[Any], position: int, one_to_one: bool) -> int:
-    """The records of the shard read up to `position` of `dataset` (`_position`'s inverse)."""
-    if _records_base(dataset):
-        return position
-    many = isinstance(dataset, (FilteredDataset, BatchedDataset))
-    if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):
-        raise _refused(dataset, one_to_one, written=True)
-    (parent,) = dataset.parents
-    if isinstance(dataset, BatchedDataset):
-        position = min(position * dataset.batch_size, parent.length)
-    return _records(parent, position, one_to_one)
+    position = record.position  # the record of the `from_dataset` leaf, as every stage above
+    for stage, declared in _loader_stages(stream, one_to_one, written=True):
+        position = declared.parent_position(stage, position)
+    return position
 
 
 def _at_record(stream: Any, taken: int, one_to_one: bool) -> Any:
-    if isinstance(stream, FromDatasetStream):
-        return records.DatasetPosition(_position(stream.dataset, taken, one_to_one))
-    many = isinstance(stream, (FilteredStream, BatchedStream))
-    if stream.transparent or isinstance(stream, MappedStream) or (many and not one_to_one):
-        (parent,) = stream.parents
-        return _at_record(parent, taken, one_to_one)
-    raise _refused(stream, one_to_one)
+    """The record of a loader's `stream` once the shard's first `taken` records are read."""
+    return records.DatasetPosition(_position(_loader_stages(stream, one_to_one), taken))
+
+
+def _position(stages: list[tuple[Dataset[Any], LoaderRecords]], taken: int) -> int:
+    """The position in the top of `stages` (top first) after the first `taken` records."""
+    position = taken
+    for stage, declared in reversed(stages):
+        position = declared.position_after(stage, position)
+    return position
+
+
+def _loader_stages(
+    stage: Any, one_to_one: bool, written: bool = False
+) -> list[tuple[Dataset[Any], LoaderRecords]]:
+    """The dataset stages of a loader from `stage` down to its records, top first, as declared.
+
+    The one walk of the translations here: through the stream stages (each
+    one's state is the record of its `from_dataset` leaf), then the dataset
+    stages, each as its `loader_records` declares. Where `one_to_one` (more
+    than one Grain worker), only the stages that keep Grain's order with any
+    worker count pass.
+
+    Raises:
+        ValueError: naming the first stage that does not pass.
+    """
+    stages = []
+    while not _ends_walk(stage):
+        if isinstance(stage, FromDatasetStream):
+            stage = stage.dataset
+            continue
+        if not _passes(stage, one_to_one):
+            raise _refused(stage, one_to_one, written)
+        if isinstance(stage, Dataset) and stage.loader_records is not None:
+            stages.append((stage, stage.loader_records))
+        (stage,) = stage.parents
+    return stages
+
+
+def _passes(stage: Any, one_to_one: bool) -> bool:
+    """Whether a loader's walk goes through `stage` to its parent."""
+    if isinstance(stage, Stream) and stage.transparent:  # how it runs, not what it yields
+        return True
+    declared = stage.loader_records
+    return declared is not None and declared.passes and (declared.any_workers or not one_to_one)
+
+
+def _ends_walk(stage: Any) -> bool:
+    """Whether `stage` is a loader's records: the shard's, or a Grain-order worker's share."""
+    declared = stage.loader_records
+    if declared is None or declared.passes:
+        return False
+    return declared.records or _is_records(stage.parent)
+
+
+def _is_records(stage: Any) -> bool:
+    declared = stage.loader_records
+    return declared is not None and declared.records
 
 
 def dataset_position(dataset: Dataset[Any], taken: int) -> int:
@@ -292,42 +322,15 @@ def dataset_position(dataset: Dataset[Any], taken: int) -> int:
     """
     if not reads_loader_records(dataset):
         return taken
-    return _position(dataset, taken, one_to_one=False)
-
-
-def _records_base(dataset: Dataset[Any]) -> bool:
-    """Whether `dataset` is a loader's records: the shard's, or a Grain-order worker's slice."""
-    if isinstance(dataset, SlicedDataset):
-        dataset = dataset.parent
-    return isinstance(dataset, SampledDataset)
+    return _position(_loader_stages(dataset, one_to_one=False), taken)
 
 
 def reads_loader_records(dataset: Dataset[Any]) -> bool:
     """Whether `dataset` is a DataLoader's: its maps, filters and batches over sampled records."""
     stage = dataset
-    while isinstance(stage, (MappedDataset, FilteredDataset, BatchedDataset)):
-        stage = stage.parent
-    return _records_base(stage)
-
-
-def _position(dataset: Dataset[Any], taken: int, one_to_one: bool) -> int:
-    """The position in `dataset` after the first `taken` records of the shard (or worker)."""
-    if _records_base(dataset):
-        return taken
-    many = isinstance(dataset, (FilteredDataset, BatchedDataset))
-    if not isinstance(dataset, MappedDataset) and not (many and not one_to_one):
-        raise _refused(dataset, one_to_one)
-    (parent,) = dataset.parents
-    position = _position(parent, taken, one_to_one)
-    if not isinstance(dataset, BatchedDataset):
-        return position
-    size = dataset.batch_size
-    if position % size and position != parent.length:  # only the last batch may be short
-        raise ValueError(
-            f"Grain's DataLoader state names record {position}, inside a batch of {size}: "
-            "it is the state of another loader."
-        )
-    return min(math.ceil(position / size), dataset.length)  # a dropped remainder is no batch
+    while stage.loader_records is not None and stage.loader_records.passes:
+        (stage,) = stage.parents
+    return _ends_walk(stage)
 
 
 _GRAIN_ARRAY_RECORD = re.compile(r"ArrayRecordDataSource\(hash_of_paths=([0-9a-f]{40})\)")

@@ -15,6 +15,7 @@ import numpy as np
 
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import OneParent, set_length
+from grainfn._src.core.loader_records import SHARD_RECORDS
 from grainfn._src.loader.records import Record, RecordMetadata
 from grainfn._src.loader.samplers import BaseSampler, shard_length
 from grainfn._src.loader.sharding import ShardOptions
@@ -30,6 +31,8 @@ class SampledDataset(OneParent):
         sampler: Grain's Sampler protocol: `sampler[g]` is a RecordMetadata.
         shard: Which shard of the sampler's indices this dataset reads.
     """
+
+    loader_records = SHARD_RECORDS
 
     sampler: Any
     shard: ShardOptions

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
-from typing import Any, Generic, NamedTuple
+from typing import Any, ClassVar, Generic, NamedTuple
 
 import numpy as np
 import toolz
@@ -22,6 +22,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.grain_state import Beneath, GrainState, OwnGrainState, read_count, read_field
 from grainfn._src.core.reading import as_stream
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 
@@ -164,12 +165,61 @@ class ConcatThenSplitState(NamedTuple, Generic[records.Parent]):
     parent: records.Parent
 
 
+_NO_REMAINDER = [-1, -1]
+"""Grain's slice of a token feature in `remainder_slices` when no element is being cut."""
+
+
+def _read_grain_state(
+    stream: Any, grains: Any, path: str, beneath: Beneath
+) -> ConcatThenSplitState[Any]:
+    """Grain's state, taken where a round starts, as grainfn's.
+
+    The parent before the element being cut, then `n` rows of the round
+    returned. A cut element's slice of a token feature is (tokens packed
+    before, its length): the start is grainfn's offset. Only read: Grain's
+    slices name the cut element's length, which grainfn's state does not hold.
+    """
+    slices = read_field(grains, "remainder_slices", path)
+    features = stream.token_features
+    if not isinstance(slices, dict) or sorted(slices) != sorted(features):
+        raise ValueError(
+            f"Grain's {path}.remainder_slices must map the token features {list(features)} "
+            f"to slices, got {records.describe_value(slices)}: it is the state of another "
+            "pipeline."
+        )
+    offsets = tuple(
+        _slice_start(slices[name], f"{path}.remainder_slices[{name!r}]") for name in features
+    )
+    emitted = read_count(grains, "elements_from_buffer_after_checkpoint", path)
+    parent = beneath(
+        stream.parent, read_field(grains, "parent_state", path), f"{path}.parent_state"
+    )
+    return ConcatThenSplitState(emitted, offsets, parent)
+
+
+def _slice_start(value: Any, where: str) -> int:
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        if list(value) == _NO_REMAINDER:
+            return 0
+        start, stop = value
+        if records.is_saved_count(start) and records.is_saved_count(stop) and start <= stop:
+            return start
+    raise ValueError(
+        f"Grain's {where} must be a slice [start, stop] with 0 <= start <= stop, or [-1, -1] "
+        f"for no remainder, got {records.describe_value(value)}."
+    )
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConcatThenSplitStream(OneParentStream[Any, ConcatThenSplitState[Any]]):
     """Elements concatenated feature by feature and split into rows of fixed lengths.
 
     Build one with `concat_then_split`, which checks the arguments.
     """
+
+    grain_state: ClassVar[GrainState | None] = OwnGrainState(
+        "ConcatThenSplitIterDataset", _read_grain_state
+    )
 
     length_struct: tuple[tuple[str, int], ...]
     meta_features: tuple[str, ...] = ()

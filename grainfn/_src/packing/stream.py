@@ -24,7 +24,7 @@ import toolz
 
 from grainfn._src.core import state as records
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.pytree import map_leaves
 from grainfn._src.core.reading import as_stream
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
@@ -59,7 +59,7 @@ class PackedStream(OneParentStream[Any, PackState[Any]]):
     """
 
     spec: PackSpec
-    grain_keys = GrainKeys(
+    grain_state = GrainKeys(
         "FirstFitPackIterDataset and BestFitPackIterDataset",
         PackState,
         (("next_row", "row"), ("counter", "emitted")),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import toolz
 
@@ -25,6 +25,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.blocks import BlockReader, Executor, Meter
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.grain_state import Beneath, CannotWriteError, GrainState, OwnGrainState
 from grainfn._src.core.reading import DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.spec_rule import SpecRule
@@ -33,6 +34,40 @@ from grainfn._src.parallel.deaths import check_worker_timeout
 from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 
 T = TypeVar("T")
+
+
+GRAINS_PREFETCH_KEYS = {"workers_state", "iterators_in_use_indices"}
+"""Keys of Grain's mp_prefetch state: one iterator per worker, each over its slice of the data."""
+
+
+def _read_grain_state(stream: Any, grains: Any, path: str, beneath: Beneath) -> Any:
+    """The parent's record; Grain's own mp_prefetch state only over Grain's worker order."""
+    grains_prefetch = isinstance(grains, dict) and bool(GRAINS_PREFETCH_KEYS & grains.keys())
+    if grains_prefetch and not _in_grains_worker_order(stream):
+        raise ValueError(
+            f"Grain's {path} is the state of its mp_prefetch, which splits the position "
+            "between its worker processes; it does not determine grainfn's (whose workers "
+            "never split the data). Read it in Grain's worker order: "
+            "ds.mp_prefetch(options, grain_worker_order=True) with Grain's worker count."
+        )
+    return beneath(stream.parent, grains, path)
+
+
+def _write_grain_state(stream: Any, record: Any, path: str, beneath: Beneath) -> Any:
+    """Grain's mp_prefetch state, where the parent yields Grain's worker order."""
+    if not _in_grains_worker_order(stream):
+        raise CannotWriteError(
+            "Grain's mp_prefetch state splits the position between its worker processes, each "
+            "over its own slice of the data, where grainfn's is one position; read in Grain's "
+            "worker order (mp_prefetch(options, grain_worker_order=True)) to write it, or write "
+            "the state of the same pipeline without mp_prefetch, for Grain without it"
+        )
+    return beneath(stream.parent, record, path)
+
+
+def _in_grains_worker_order(stream: Any) -> bool:
+    declared = stream.parent.grain_state
+    return declared is not None and declared.grains_prefetch
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -48,6 +83,9 @@ class PrefetchedStream(PassThroughStream):
     adaptive: bool = True  # whether work too cheap for the workers moves to this process
     transparent = True
     executes_leaves = True  # a nested one gives way to it (see `with_leaves`)
+    grain_state: ClassVar[GrainState | None] = OwnGrainState(
+        None, _read_grain_state, _write_grain_state
+    )
 
     def open(self, state: Any) -> Cursor:
         if self.num_workers == 0:

@@ -23,13 +23,14 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
+from grainfn._src.core.grain_state import GrainState
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.shards.logical import check_shard_count, logical_shard, positions_to_cut
-from grainfn._src.stages.interleave import InterleavedStream
+from grainfn._src.stages.interleave import GRAIN_STATE, InterleavedStream
 
 WITHOUT_WORKER_ORDER = (
     " Or read in grainfn's own order (grain_worker_order=False): it builds nothing per "
@@ -42,8 +43,14 @@ WITHOUT_WORKER_ORDER = (
 class GrainWorkerOrderStream(InterleavedStream):
     """The round robin over the logical shards of a pipeline, one per Grain worker.
 
-    Each element comes as Grain's workers hand it over (`worker_copy`).
+    Each element comes as Grain's workers hand it over (`worker_copy`). Its
+    state is the interleave's, which Grain's `mp_prefetch` over the same
+    workers writes as its own (`grains_prefetch`).
     """
+
+    grain_state: ClassVar[GrainState | None] = dataclasses.replace(
+        GRAIN_STATE, grains_prefetch=True
+    )
 
     def open(self, state: Any) -> Cursor:
         return _WorkerCopyCursor(super().open(state))

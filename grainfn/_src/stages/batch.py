@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,6 +25,7 @@ from grainfn._src.core.dataset import (
     set_length,
     upstream_holes,
 )
+from grainfn._src.core.loader_records import IN_EACH_WORKER, LoaderRecords
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
@@ -37,6 +39,22 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def _batches_after(batched: BatchedDataset, taken: int) -> int:
+    """The batches once `taken` elements of the parent are read: only the last may be short."""
+    size = batched.batch_size
+    if taken % size and taken != batched.parent.length:
+        raise ValueError(
+            f"Grain's DataLoader state names record {taken}, inside a batch of {size}: "
+            "it is the state of another loader."
+        )
+    return min(math.ceil(taken / size), batched.length)  # a dropped remainder is no batch
+
+
+def _elements_before(batched: BatchedDataset, position: int) -> int:
+    """The parent's elements read up to batch `position` (`_batches_after`'s inverse)."""
+    return min(position * batched.batch_size, batched.parent.length)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class BatchedDataset(OneParent):
     """Consecutive elements of each epoch, batched; epochs are batched separately."""
@@ -46,6 +64,9 @@ class BatchedDataset(OneParent):
         "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
     )
     takes_wide_offsets = True  # its device form takes Wide offsets
+    loader_records = LoaderRecords(
+        any_workers=False, position_after=_batches_after, parent_position=_elements_before
+    )
 
     batch_size: int
     drop_remainder: bool = False
@@ -218,6 +239,7 @@ class BatchedStream(PassThroughStream):
     random_stage = RandomStage(
         "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
     )
+    loader_records = IN_EACH_WORKER  # its state is its parent's
 
     batch_size: int
     drop_remainder: bool = False

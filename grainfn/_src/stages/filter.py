@@ -19,6 +19,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import ElementStage, function_name, read_each
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
+from grainfn._src.core.loader_records import IN_EACH_WORKER
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import (
@@ -45,6 +46,7 @@ class FilteredDataset(ElementStage[Any]):
     )
 
     spec_rule = SpecRule.PARENT
+    loader_records = IN_EACH_WORKER
 
     predicate: Callable[[Any], Any]
     makes_holes = True
@@ -86,6 +88,7 @@ class FilteredStream(PassThroughStream):
 
     spec_rule = SpecRule.PARENT
     random_stage = RandomStage("filter", (ArgumentKind.PREDICATE,), in_grain=True)
+    loader_records = IN_EACH_WORKER
 
     predicate: Callable[[Any], Any]
     check: FilterCheck = NO_CHECK

@@ -17,7 +17,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, OneParent, ParentIndex, function_name, set_length
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream, element_before
 
 T = TypeVar("T")
@@ -106,7 +106,9 @@ class FlatMappedStream(WrappingStream[Any, FlatMapState[Any]]):
 
     fn: Callable[[Any], Sequence[Any]]
     record = FlatMapState
-    grain_keys = GrainKeys("FlatMapIterDataset", FlatMapState, (("next_index_in_buffer", "taken"),))
+    grain_state = GrainKeys(
+        "FlatMapIterDataset", FlatMapState, (("next_index_in_buffer", "taken"),)
+    )
 
     def open(self, state: FlatMapState) -> Cursor:
         return _FlatMapCursor(self.parent.open(state.parent), state, self.fn, self.describe_stage())

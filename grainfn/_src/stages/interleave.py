@@ -29,6 +29,15 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_data_list
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.grain_state import (
+    Beneath,
+    GrainState,
+    OwnGrainState,
+    check_count,
+    check_flag,
+    read_count,
+    read_field,
+)
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.spec_rule import SpecRule
@@ -72,11 +81,75 @@ def stream_or_empty(value: Any, index: int) -> Stream[Any]:
     )
 
 
+def read_grain_state(stream: Any, grains: Any, path: str, beneath: Beneath) -> InterleaveState:
+    """Grain's interleave state: the slot visited next, the next dataset, and each slot's.
+
+    Each slot's dataset, state and `exhausted` flag; `future_states` (left by
+    Grain's elastic `set_shard_states`) must be empty.
+    """
+    datasets = read_field(grains, "iterators_in_use_indices", path)
+    states = read_field(grains, "iterators_in_use_states", path)
+    exhausted = read_field(grains, "exhausted", path)
+    lists = all(isinstance(value, list) for value in (datasets, states, exhausted))
+    if not lists or not len(datasets) == len(states) == len(exhausted) == stream.slots:
+        raise ValueError(
+            f"Grain's {path} must hold the datasets, states and `exhausted` flags of "
+            f"{stream.slots} slots, got {records.describe_value(grains)}."
+        )
+    if grains.get("future_states"):  # left by Grain's elastic set_shard_states
+        raise ValueError(
+            f"Grain's {path}.future_states holds the states of datasets this interleave has not "
+            f"opened yet ({records.describe_value(grains['future_states'])}); grainfn's "
+            "interleave opens each dataset at its start, so this state does not determine "
+            "grainfn's. Restart the data position for this pipeline."
+        )
+    flags = [check_flag(ended, f"{path}.exhausted[{i}]") for i, ended in enumerate(exhausted)]
+    for i, dataset in enumerate(datasets):
+        where = f"{path}.iterators_in_use_indices[{i}]"
+        if check_count(dataset, where) >= stream.count:
+            raise ValueError(
+                f"Grain's {where} is {dataset}, but this interleave has {stream.count} datasets."
+            )
+    slots = tuple(
+        InterleaveSlot(
+            dataset,
+            ended,
+            beneath(stream.stream_at(dataset), inner, f"{path}.iterators_in_use_states[{i}]"),
+        )
+        for i, (dataset, inner, ended) in enumerate(zip(datasets, states, flags))
+    )
+    slot = read_count(grains, "next_index_in_cycle", path)
+    return InterleaveState(slot, read_count(grains, "next_index_in_datasets", path), slots)
+
+
+def write_grain_state(
+    stream: Any, record: InterleaveState, path: str, beneath: Beneath
+) -> dict[str, Any]:
+    """Grain's interleave state at `record` (see `read_grain_state`)."""
+    states = [
+        beneath(stream.stream_at(slot.dataset), slot.parent, f"{path}.iterators_in_use_states")
+        for slot in record.components
+    ]
+    return {
+        "next_index_in_cycle": record.slot,
+        "next_index_in_datasets": record.next_dataset,
+        "iterators_in_use_indices": [slot.dataset for slot in record.components],
+        "iterators_in_use_states": states,
+        "exhausted": [int(slot.stopped) for slot in record.components],
+        "future_states": {},
+    }
+
+
+GRAIN_STATE = OwnGrainState("InterleaveIterDataset", read_grain_state, write_grain_state)
+"""How an interleave reads and writes Grain's state of it (Grain's worker order too)."""
+
+
 class _Interleaved(Stream[Any, InterleaveState]):
     """What both kinds of interleave share: the slots, the state and the cursor."""
 
     cycle_length: int  # a field of each subclass
     next_index_rule = NextIndexRule.INTERLEAVE  # of one dataset only, as in Grain
+    grain_state: ClassVar[GrainState | None] = GRAIN_STATE
 
     @property
     def count(self) -> int:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from grainfn._src.core import state as records
+from grainfn._src.core.grain_state import Beneath, GrainState, OwnGrainState
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 
 
@@ -42,11 +43,23 @@ class IterableState(NamedTuple):
     user_state: Any
 
 
+def _read_grain_state(stream: Any, grains: Any, path: str, beneath: Beneath) -> IterableState:
+    # Grain keeps the user iterator's own state as it is; opening the stage calls its set_state.
+    return IterableState(copy.deepcopy(grains))
+
+
+def _write_grain_state(stream: Any, record: Any, path: str, beneath: Beneath) -> Any:
+    return copy.deepcopy(record.user_state)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class IterableStream(Stream[Any]):
     """The elements of `iter(iterable)`, afresh at each opening."""
 
     reads_in_parent = True  # no dataset positions for workers
+    grain_state: ClassVar[GrainState | None] = OwnGrainState(
+        "a user's own iterator", _read_grain_state, _write_grain_state
+    )
 
     iterable: Iterable[Any]
 

@@ -10,7 +10,7 @@ import toolz
 from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
@@ -36,7 +36,7 @@ class LimitedStream(WrappingStream[Any, LimitState[Any]]):
 
     count: int
     record = LimitState
-    grain_keys = GrainKeys("LimitIterDataset", LimitState, (("count_elements_read", "taken"),))
+    grain_state = GrainKeys("LimitIterDataset", LimitState, (("count_elements_read", "taken"),))
     next_index_rule = NextIndexRule.COUNTER
 
     def check_state(self, state: Any, path: str = "") -> None:

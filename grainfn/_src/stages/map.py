@@ -25,7 +25,8 @@ from grainfn._src.core.dataset import (
     function_name,
     read_each,
 )
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
+from grainfn._src.core.loader_records import ONE_TO_ONE
 from grainfn._src.core.next_index_rule import NextIndexRule
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
@@ -52,6 +53,7 @@ class MappedDataset(ElementStage[Any]):
 
     spec_rule = SpecRule.MAPPED
     random_stage = RandomStage("map", (ArgumentKind.MAP,), in_grain=True)
+    loader_records = ONE_TO_ONE
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -154,6 +156,7 @@ class MappedStream(PassThroughStream):
     spec_rule = SpecRule.MAPPED
     next_index_rule = NextIndexRule.PARENT
     random_stage = RandomStage("map", (ArgumentKind.MAP,), in_grain=True)
+    loader_records = ONE_TO_ONE
 
     fn: Callable[[Any], Any]
 
@@ -232,7 +235,7 @@ class IndexMappedStream(CountingStream):
 
     spec_rule = SpecRule.MAPPED
     random_stage = RandomStage("map_with_index", (ArgumentKind.INDEX_MAP,), in_grain=True)
-    grain_keys = GrainKeys("IterDataset.map_with_index", IndexedState, (("counter", "seen"),))
+    grain_state = GrainKeys("IterDataset.map_with_index", IndexedState, (("counter", "seen"),))
 
     fn: Callable[[int, Any], Any]
 

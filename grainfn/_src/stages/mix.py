@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, overload
 
 import numpy as np
 
@@ -14,6 +14,16 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_components
 from grainfn._src.core.compiler import NotOnDeviceError, Program
 from grainfn._src.core.dataset import INFINITE, Dataset, ParentIndex, set_length
+from grainfn._src.core.grain_state import (
+    Beneath,
+    GrainState,
+    OwnGrainState,
+    read_components,
+    read_count,
+    read_field,
+    read_flag,
+    write_components,
+)
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing, wide
@@ -299,11 +309,32 @@ class MixState(NamedTuple):
     components: tuple[Any, ...]
 
 
+def _read_grain_state(stream: MixedStream, grains: Any, path: str, beneath: Beneath) -> MixState:
+    """Grain's `{"parents", "index", "stop"}`; a mix of named components keys them by name."""
+    parents = read_field(grains, "parents", path)
+    if isinstance(parents, dict) and stream.names is not None:
+        parents = [parents.get(name) for name in stream.names]
+    components = read_components(stream.components, parents, path, beneath)
+    return MixState(read_count(grains, "index", path), read_flag(grains, "stop", path), components)
+
+
+def _write_grain_state(
+    stream: MixedStream, record: MixState, path: str, beneath: Beneath
+) -> dict[str, Any]:
+    parents: Any = write_components(stream.components, record.components, path, beneath)
+    if stream.names is not None:  # Grain keys a mix of named components by name
+        parents = dict(sorted(zip(stream.names, parents)))
+    return {"parents": parents, "index": record.position, "stop": record.stopped}
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class MixedStream(Stream[Any]):
     """Interleaves component streams in fixed proportions; stops when the one due runs out."""
 
     spec_rule = SpecRule.PARENT
+    grain_state: ClassVar[GrainState | None] = OwnGrainState(
+        "IterDataset.mix", _read_grain_state, _write_grain_state
+    )
 
     components: tuple[Stream[Any], ...]
     weights: tuple[float, ...]

@@ -20,7 +20,7 @@ from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.compiler import NotOnDeviceError, Program, call_traced
 from grainfn._src.core.dataset import ElementStage, function_name, read_each, set_length
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import Cursor, Stream
@@ -138,7 +138,7 @@ class RandomMappedStream(CountingStream):
         (("seed", ArgumentKind.OPTIONAL_SEED),),
         in_grain=True,
     )
-    grain_keys = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
+    grain_state = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
 
     fn: Callable[[Any, Any], Any]
     seed: int

@@ -26,7 +26,7 @@ import toolz
 from grainfn._src.core import pytree, validate
 from grainfn._src.core import state as records
 from grainfn._src.core.arguments import Data, as_stream
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
 
@@ -129,7 +129,7 @@ class RebatchedStream(OneParentStream[Any, RebatchState[Any]]):
     """The rows of the parent's batches, regrouped into batches of `batch_size` rows."""
 
     spec_rule = SpecRule.REBATCHED
-    grain_keys = GrainKeys("RebatchIterDataset", RebatchState, (("batch_idx", "offset"),))
+    grain_state = GrainKeys("RebatchIterDataset", RebatchState, (("batch_idx", "offset"),))
 
     batch_size: int
     drop_remainder: bool = False

@@ -13,7 +13,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
 from grainfn._src.core.dataset import INFINITE, Dataset, IndexStage, set_length
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream, WrappingStream
@@ -107,7 +107,7 @@ class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
 
     num_epochs: int | None
     record = RepeatState
-    grain_keys = GrainKeys("RepeatIterDataset", RepeatState, (("epoch", "epoch"),))
+    grain_state = GrainKeys("RepeatIterDataset", RepeatState, (("epoch", "epoch"),))
 
     def check_state(self, state: Any, path: str = "") -> None:
         super().check_state(state, path)

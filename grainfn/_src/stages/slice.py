@@ -13,6 +13,7 @@ import toolz
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_dataset
 from grainfn._src.core.dataset import Dataset, IndexStage, set_length
+from grainfn._src.core.loader_records import WORKER_SHARE
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.index import slicing
 from grainfn._src.index.device_ints import Split, parent_bound
@@ -28,6 +29,7 @@ class SlicedDataset(IndexStage[T]):
     """The parent's positions `start, start + step, ...`, epoch by epoch."""
 
     random_stage = RandomStage("slice", (ArgumentKind.SLICE,), in_grain=True)
+    loader_records = WORKER_SHARE  # a Grain worker's share of a DataLoader's records
 
     start: int
     step: int

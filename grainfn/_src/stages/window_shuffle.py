@@ -18,7 +18,7 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset, op_seed
 from grainfn._src.core.dataset import IndexStage
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, OneParentStream, Stream
@@ -116,7 +116,7 @@ class WindowShuffledStream(OneParentStream[Any, WindowShuffleState[Any]]):
     """The parent's elements, shuffled within windows of `window_size` (see the module doc)."""
 
     spec_rule = SpecRule.PARENT
-    grain_keys = GrainKeys(
+    grain_state = GrainKeys(
         "WindowShuffleIterDataset",
         WindowShuffleState,
         (("window_index", "window"), ("pos_in_window", "emitted")),

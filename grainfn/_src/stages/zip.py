@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, overload
+from typing import Any, ClassVar, NamedTuple, overload
 
 import numpy as np
 
@@ -24,6 +24,14 @@ from grainfn._src.core import state as records
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_data_list
 from grainfn._src.core.dataset import INFINITE, Dataset, set_length
+from grainfn._src.core.grain_state import (
+    Beneath,
+    GrainState,
+    OwnGrainState,
+    read_components,
+    read_field,
+    write_components,
+)
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import slicing
@@ -104,6 +112,18 @@ class ZippedDataset(Dataset[tuple[Any, ...]]):
         return f"zip({len(self.components)} datasets)"
 
 
+def _read_grain_state(stream: ZippedStream, grains: Any, path: str, beneath: Beneath) -> ZipState:
+    """Grain's `{"parents"}`: each component's state."""
+    parents = read_field(grains, "parents", path)
+    return ZipState(False, read_components(stream.components, parents, path, beneath))
+
+
+def _write_grain_state(
+    stream: ZippedStream, record: ZipState, path: str, beneath: Beneath
+) -> dict[str, Any]:
+    return {"parents": write_components(stream.components, record.components, path, beneath)}
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class ZippedStream(Stream[tuple[Any, ...]]):
     """Tuples of the components' next elements, until the first component ends.
@@ -113,6 +133,9 @@ class ZippedStream(Stream[tuple[Any, ...]]):
     """
 
     spec_rule = SpecRule.ZIPPED
+    grain_state: ClassVar[GrainState | None] = OwnGrainState(
+        "ZipIterDataset", _read_grain_state, _write_grain_state
+    )
 
     components: tuple[Stream[Any], ...]
     strict: bool = False

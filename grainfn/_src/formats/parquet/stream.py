@@ -19,7 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from grainfn._src.core import state as records
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import GrainKeys
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.formats.parquet import files
 from grainfn._src.formats.parquet.files import check_paths, pyarrow_parquet
@@ -57,7 +57,7 @@ class ParquetFileStream(Stream[dict[str, Any]]):
     path: str
     read_kwargs: tuple[tuple[str, Any], ...] = ()
     reads_in_parent: ClassVar[bool] = True  # mp_prefetch: a leaf read here, not in workers
-    grain_keys = GrainKeys(  # one file; of several, an interleave of these
+    grain_state = GrainKeys(  # one file; of several, an interleave of these
         "ParquetIterDataset",
         ParquetPosition,
         (("row_group", "row_group"), ("index_within_row_group", "row")),

@@ -1,4 +1,4 @@
-"""GrainKeys: a stage's state record as Grain's state dict, declared on the stage."""
+"""How Grain's state of a stage reads and writes, declared on it: GrainKeys, OwnGrainState."""
 
 from __future__ import annotations
 
@@ -6,7 +6,14 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from grainfn._src.core.grain_keys import GrainKeys
+from grainfn._src.core.grain_state import (
+    PARENTS,
+    CannotWriteError,
+    GrainKeys,
+    OwnGrainState,
+    read_count,
+    read_flag,
+)
 from grainfn._src.stages.limit import LimitedStream, LimitState
 
 
@@ -40,7 +47,25 @@ def test_a_declaration_is_frozen_and_compares_by_value() -> None:
 
 
 def test_limit_declares_grains_count_of_elements_read() -> None:
-    keys = LimitedStream.grain_keys
-    assert keys is not None and keys.record is LimitState
+    keys = LimitedStream.grain_state
+    assert isinstance(keys, GrainKeys) and keys.record is LimitState
     assert keys.names() == ("parent", "count_elements_read")
     assert keys.build({"taken": 2, "parent": None}) == LimitState(2, None)
+
+
+def test_a_stage_without_a_writer_is_read_only() -> None:
+    read_only = OwnGrainState("ReadOnlyIterDataset", lambda stream, grains, path, beneath: grains)
+    assert read_only.read(None, {"x": 1}, "state", print) == {"x": 1}
+    assert not read_only.writes and PARENTS.writes and KEYS.writes
+    with pytest.raises(CannotWriteError, match="does not determine Grain's"):
+        read_only.write(None, None, "state", print)
+
+
+def test_the_readers_name_the_key_and_the_bad_value() -> None:
+    with pytest.raises(ValueError, match=r"Grain's state should hold 'index'"):
+        read_count({}, "index", "state")
+    with pytest.raises(ValueError, match=r"state.index must be an integer >= 0, got -1"):
+        read_count({"index": -1}, "index", "state")
+    assert read_flag({"stop": 1}, "stop", "state") is True
+    with pytest.raises(ValueError, match=r"state.stop must be true or false"):
+        read_flag({"stop": "no"}, "stop", "state")
