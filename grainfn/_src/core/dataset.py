@@ -59,6 +59,15 @@ class Dataset(Generic[T]):
     # The declarations a stage class can make (see `grainfn._src.core.declarations`).
     makes_holes: ClassVar[bool] = False
     """Whether this stage may put None at positions its parents fill (filter, flat_map)."""
+    elementwise: ClassVar[bool] = False
+    """Whether its element `i` is a function of its parent's element `i` alone (map, filter).
+
+    It commutes with a slice of its parent, so logical shards may read it as one dataset."""
+    logical_shard_cut: ClassVar[bool] = False
+    """Whether it is the cut a logical shard makes of a leaf (a slice).
+
+    Its parent's positions `start, start + step, ...`, its fields (see
+    `grainfn._src.shards.logical`)."""
     transparent: ClassVar[bool] = False
     """Whether this stage changes how a pipeline runs, not what it yields.
 

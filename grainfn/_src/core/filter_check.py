@@ -180,6 +180,7 @@ class WithOptionsStream(PassThroughStream):
     """
 
     transparent = True
+    opens_as_parent = True
     spec_rule = SpecRule.PARENT
 
     settings: tuple[tuple[str, Any], ...]

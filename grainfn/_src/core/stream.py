@@ -138,6 +138,15 @@ class Stream(Generic[T, S]):
 
     `mp_prefetch`, `ray_prefetch`: a nested one gives way to the outer one, and
     elastic shards and timing look through it."""
+    opens_as_parent: ClassVar[bool] = False
+    """Whether opening it opens its parent at the same state, and nothing else.
+
+    The pipeline options, read when the pipeline is opened: elastic reads look through it."""
+    draws_per_shard: ClassVar[bool] = False
+    """Whether each logical shard of it draws random numbers of its own.
+
+    Shard `i` of `k` takes those of indices `i, i + k, ...` (its field `draws`), as
+    Grain's workers do."""
     spec_rule: ClassVar[SpecRule] = SpecRule.UNKNOWN
     """How `grainfn.fn.element_spec` infers this stage's elements.
 
@@ -217,6 +226,15 @@ class Stream(Generic[T, S]):
     def describe_stage(self) -> str:
         """One line naming this stage and its arguments, without its parents."""
         return type(self).__name__
+
+    def moved_into_dataset(self, leaf: Any) -> Stream[Any] | None:
+        """This stage moved into the dataset its parent `leaf` (a `from_dataset`) reads.
+
+        The same elements and states, read as one dataset (`grainfn._src.elastic.pushdown`):
+        a map or filter over `from_dataset(d)` is `from_dataset` of it over `d`. None where
+        the stage has no dataset form, or does not move onto this one.
+        """
+        return None
 
     def grain_record(self, read: Any, path: str) -> Any:
         """The record at the position Grain's state of this stage names.

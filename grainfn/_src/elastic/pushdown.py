@@ -5,19 +5,17 @@
 position in `d`), and likewise for `map`. Read as a dataset, a logical shard
 judges and maps whole blocks of its positions, and an `mp_prefetch` runs them
 in its workers. A filter moves only onto a dataset without holes, so that
-Grain's filter check counts the same elements in the same windows.
+Grain's filter check counts the same elements in the same windows. Each stage
+says whether and how it moves (`Stream.moved_into_dataset`, in its module).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from grainfn._src.core.dataset import Dataset, upstream_holes
+from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
-from grainfn._src.stages.filter import FilteredDataset, FilteredStream
-from grainfn._src.stages.map import MappedDataset, MappedStream
 
 
 def into_dataset(stream: Any) -> Any:
@@ -41,9 +39,4 @@ def into_dataset(stream: Any) -> Any:
     leaf = getattr(stream, "parent", None)
     if type(leaf) is not FromDatasetStream or leaf.allow_nones:
         return stream
-    if type(stream) is MappedStream:
-        return dataclasses.replace(leaf, dataset=MappedDataset(leaf.dataset, stream.fn))
-    if type(stream) is FilteredStream and upstream_holes(leaf.dataset) is None:
-        dataset = FilteredDataset(leaf.dataset, stream.predicate)
-        return dataclasses.replace(leaf, dataset=dataset, check=stream.check)
-    return stream
+    return stream.moved_into_dataset(leaf) or stream  # as the stage declares

@@ -28,13 +28,11 @@ import numpy as np
 
 from grainfn._src.core.dataset import Dataset, read_many, upstream_holes
 from grainfn._src.core.executor_policy import DEFAULT_TUNING, SYSTEM_CLOCK, Clock, reading_waits
-from grainfn._src.core.filter_check import FilterCheck, FilterWindow, WithOptionsStream
+from grainfn._src.core.filter_check import FilterCheck, FilterWindow
 from grainfn._src.core.reading import CheckedDatasetCursor, DatasetCursor, FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.state import DatasetPosition
 from grainfn._src.core.stream import Cursor, Stream
-from grainfn._src.stages.filter import FilteredDataset
-from grainfn._src.stages.map import MappedDataset
 from grainfn._src.stages.slice import SlicedDataset
 
 Blocks = list[list[list[Any]]]
@@ -162,7 +160,7 @@ def shared_dataset(components: Sequence[Any]) -> SharedDataset | None:
 
 def bare(component: Any) -> Any:
     """A shard's stream without the pipeline options around it (read already, inert here)."""
-    while type(component) is WithOptionsStream:
+    while component.opens_as_parent:
         component = component.parent
     return component
 
@@ -171,18 +169,20 @@ def _peeled(component: Any) -> tuple[list[Any], SlicedDataset[Any]] | None:
     """The maps and filters over a shard's slice (top first) and the slice, if that is all it is."""
     if type(component) is not FromDatasetStream or component.allow_nones:
         return None
-    layers, dataset = [], component.dataset
-    while isinstance(dataset, (MappedDataset, FilteredDataset)):  # elementwise: they commute
+    layers: list[Any] = []
+    dataset: Any = component.dataset  # a cut has the fields `start`, `step` and `parent`
+    while dataset.elementwise:  # they commute with the slice
         layers.append(dataset)
         dataset = dataset.parent
-    if type(dataset) is not SlicedDataset:
+    if not dataset.logical_shard_cut:
         return None
     return layers, dataset
 
 
-def _key(layer: Any) -> tuple[type, int]:
-    function = layer.fn if isinstance(layer, MappedDataset) else layer.predicate
-    return type(layer), id(function)
+def _key(layer: Any) -> tuple[type, tuple[int, ...]]:
+    """The stage kind and its arguments (the function it applies), by identity."""
+    arguments = [f.name for f in dataclasses.fields(layer) if f.init and f.name != "parent"]
+    return type(layer), tuple(id(getattr(layer, name)) for name in arguments)
 
 
 class SharedReads:

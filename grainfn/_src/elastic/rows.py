@@ -24,7 +24,6 @@ from grainfn._src.core.stream import BaseCursor
 from grainfn._src.elastic.layout import Layout
 from grainfn._src.elastic.reads import bare
 from grainfn._src.stages.batch import BatchedDataset
-from grainfn._src.stages.slice import SlicedDataset
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -54,8 +53,8 @@ def whole_dataset(components: Sequence[Any], layout: Layout) -> Dataset[Any] | N
     for shard, component in zip(layout.shards, map(bare, components)):
         if type(component) is not FromDatasetStream or component.allow_nones:
             return None
-        sliced = component.dataset
-        if not isinstance(sliced, SlicedDataset) or sliced.start != shard:
+        sliced: Any = component.dataset  # a cut has the fields `start`, `step` and `parent`
+        if not sliced.logical_shard_cut or sliced.start != shard:
             return None
         if sliced.step != layout.num_logical_shards:
             return None

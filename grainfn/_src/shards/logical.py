@@ -24,7 +24,6 @@ from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
 from grainfn._src.core.stream import Stream
 from grainfn._src.index import slicing
-from grainfn._src.stages.random_map import RandomMappedStream
 from grainfn._src.stages.slice import slice as slice_dataset
 
 
@@ -208,7 +207,7 @@ def _sliced(
         return dataclasses.replace(stream, dataset=cut(stream.dataset))
     if executes_leaves(stream):
         return _sliced(stream.parent, cut, draws)
-    if isinstance(stream, RandomMappedStream):  # the shard's own draws, as Grain's workers
+    if stream.draws_per_shard:  # the shard's own draws, as Grain's workers
         parent = _sliced(stream.parent, cut, draws)
         return dataclasses.replace(stream, parent=parent, draws=draws)
     if stream.reads_in_parent or not stream.parents:

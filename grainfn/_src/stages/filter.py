@@ -17,7 +17,7 @@ import toolz
 
 from grainfn._src.core import validate
 from grainfn._src.core.arguments import Data, as_dataset
-from grainfn._src.core.dataset import ElementStage, function_name, read_each
+from grainfn._src.core.dataset import ElementStage, function_name, read_each, upstream_holes
 from grainfn._src.core.filter_check import NO_CHECK, WINDOW, FilterCheck, FilterWindow
 from grainfn._src.core.loader_records import IN_EACH_WORKER
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
@@ -47,6 +47,7 @@ class FilteredDataset(ElementStage[Any]):
 
     spec_rule = SpecRule.PARENT
     loader_records = IN_EACH_WORKER
+    elementwise = True
 
     predicate: Callable[[Any], Any]
     makes_holes = True
@@ -102,6 +103,14 @@ class FilteredStream(PassThroughStream):
 
     def describe_stage(self) -> str:
         return f"filter({function_name(self.predicate)})"
+
+    def moved_into_dataset(self, leaf: Any) -> Stream[Any] | None:
+        # Only onto a dataset without holes: Grain's filter check then counts the same
+        # elements in the same windows.
+        if upstream_holes(leaf.dataset) is not None:
+            return None
+        dataset = FilteredDataset(leaf.dataset, self.predicate)
+        return dataclasses.replace(leaf, dataset=dataset, check=self.check)
 
 
 _BOOLS = frozenset((bool, np.bool_))

@@ -54,6 +54,7 @@ class MappedDataset(ElementStage[Any]):
     spec_rule = SpecRule.MAPPED
     random_stage = RandomStage("map", (ArgumentKind.MAP,), in_grain=True)
     loader_records = ONE_TO_ONE
+    elementwise = True
     calls_functions = True
     takes_wide_offsets = True  # its device form takes Wide offsets
 
@@ -162,6 +163,9 @@ class MappedStream(PassThroughStream):
 
     def open(self, state: Any) -> Cursor:
         return _MapCursor(self.parent.open(state), self.fn, self.describe_stage())
+
+    def moved_into_dataset(self, leaf: Any) -> Stream[Any] | None:
+        return dataclasses.replace(leaf, dataset=MappedDataset(leaf.dataset, self.fn))
 
     def describe_stage(self) -> str:
         return f"map({function_name(self.fn)})"

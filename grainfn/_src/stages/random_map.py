@@ -139,6 +139,7 @@ class RandomMappedStream(CountingStream):
         in_grain=True,
     )
     grain_state = GrainKeys("IterDataset.random_map", IndexedState, (("index_for_rng", "seen"),))
+    draws_per_shard = True
 
     fn: Callable[[Any, Any], Any]
     seed: int

@@ -30,6 +30,7 @@ class SlicedDataset(IndexStage[T]):
 
     random_stage = RandomStage("slice", (ArgumentKind.SLICE,), in_grain=True)
     loader_records = WORKER_SHARE  # a Grain worker's share of a DataLoader's records
+    logical_shard_cut = True
 
     start: int
     step: int
