@@ -97,16 +97,9 @@ def test_random_stages_reads_only_what_a_class_declares_itself() -> None:
     assert random_stages(Inherits) == random_stages(Declines) == random_stages(object) == ()
 
 
-def test_a_declaration_of_another_type_is_refused_naming_the_class() -> None:
-    class Stage:
-        random_stage = ("take_while", "predicate")
-
-    with pytest.raises(TypeError, match=r"Stage.random_stage must be a RandomStage.*'take_while'"):
-        random_stages(Stage)
-
-
 def test_every_stage_class_of_grainfn_declares_well_formed_random_stages() -> None:
     classes = [*dataset_kinds(), *stage_kinds()]
-    declared = {kind: random_stages(kind) for kind in classes}  # none raises
+    declared = {kind: random_stages(kind) for kind in classes}
+    assert all(isinstance(s, RandomStage) for stages in declared.values() for s in stages)
     assert any(declared[kind] for kind in dataset_kinds())
     assert any(declared[kind] for kind in stage_kinds())
