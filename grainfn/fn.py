@@ -34,7 +34,6 @@ from grainfn._src.core.state_codec import state_to_dict as state_to_dict
 from grainfn._src.core.stream import END as END
 from grainfn._src.core.stream import Stream as Stream
 from grainfn._src.lazy import lazy_attributes
-from grainfn._src.parallel.mp_prefetch import mp_prefetch as mp_prefetch
 from grainfn._src.stages.batch import batch as batch
 from grainfn._src.stages.batch import batch_and_pad as batch_and_pad
 from grainfn._src.stages.cache import cache as cache
@@ -102,6 +101,7 @@ if TYPE_CHECKING:
     from grainfn._src.packing.stream import PackState as PackState
     from grainfn._src.packing.stream import best_fit_pack as best_fit_pack
     from grainfn._src.packing.stream import first_fit_pack as first_fit_pack
+    from grainfn._src.parallel.mp_prefetch import mp_prefetch as mp_prefetch
     from grainfn._src.parallel.ray_placement import PlacementError as PlacementError
     from grainfn._src.parallel.ray_pool import RayPool as RayPool
     from grainfn._src.parallel.ray_prefetch import ray_prefetch as ray_prefetch

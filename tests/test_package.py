@@ -1,4 +1,4 @@
-"""The package as a user meets it: import, command line, demo."""
+"""The package as a user meets it: command line, demo (its import: test_lazy.py)."""
 
 from __future__ import annotations
 
@@ -11,47 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grainfn
 from grainfn.__main__ import main
-
-
-def run_python(code: str) -> list[str]:
-    """The lines `code` prints, run in a fresh interpreter."""
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    return result.stdout.splitlines()
-
-
-def test_import_grainfn_loads_no_heavy_dependency() -> None:
-    code = (
-        "import sys, grainfn\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'jax', 'jaxlib', 'orbax', 'array_record', 'grain', 'tensorstore', 'pyarrow', 'ray'})\n"
-        "print(heavy)"
-    )
-    assert run_python(code) == ["[]"]
-
-
-def test_rarely_used_parts_are_imported_on_first_use() -> None:
-    code = (
-        "import sys, grainfn\n"
-        "from grainfn import fn\n"
-        "lazy = ['grainfn.experimental', 'grainfn.python', 'grainfn._src.packing', "
-        "'grainfn._src.formats.parquet', 'grainfn._src.inspect.element_spec', "
-        "'grainfn._src.inspect.tree', 'grainfn._src.parallel.ray_pool']\n"
-        "print([m for m in lazy if m in sys.modules])\n"
-        "print(grainfn.experimental.FirstFitPackIterDataset.__name__, fn.first_fit_pack.__name__,"
-        " grainfn.describe.__name__, grainfn.python.MapDataset is grainfn.MapDataset)\n"
-        "print('first_fit_pack' in dir(fn), 'experimental' in dir(grainfn))"
-    )
-    assert run_python(code) == [
-        "[]",
-        "FirstFitPackIterDataset first_fit_pack describe True",
-        "True True",
-    ]
-    with pytest.raises(AttributeError, match=r"module 'grainfn\.fn' has no attribute 'nope'"):
-        _ = grainfn.fn.nope
 
 
 def test_demo_runs_and_resumes_identically(capsys) -> None:

@@ -11,7 +11,6 @@ forms refuse the same states.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +63,8 @@ def pipeline_fingerprint(lines: Sequence[str]) -> tuple[int, ...]:
 
 def _digest(text: str) -> int:
     """A 31-bit digest of `text`: an int32 >= 0 in both of jax's integer modes."""
+    import hashlib  # loads OpenSSL (3 ms): imported when a state is encoded, not with grainfn
+
     digest = hashlib.blake2b(text.encode(), digest_size=4).digest()
     return int.from_bytes(digest, "little") >> 1
 

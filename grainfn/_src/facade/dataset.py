@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from grainfn import fn
-from grainfn._src.checkpoint import background
 from grainfn._src.core import validate
 from grainfn._src.core.dataset import INFINITE, Dataset
 from grainfn._src.core.filter_check import WithOptionsStream
@@ -470,10 +469,14 @@ class CheckpointableIterator(Iterator[T]):
 
     async def save(self, directory: Any) -> Awaitable[None]:
         """Orbax v1's checkpointable save: takes the state now, returns the background write."""
+        from grainfn._src.checkpoint import background  # with asyncio: not for `import grainfn`
+
         return background.save(self, directory)
 
     async def load(self, directory: Any) -> Awaitable[None]:
         """Orbax v1's checkpointable load: returns the background read that sets the state."""
+        from grainfn._src.checkpoint import background
+
         return background.load(self, directory)
 
     def close(self) -> None:
