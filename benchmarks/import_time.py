@@ -1,6 +1,6 @@
 """How long `import grainfn` takes in a fresh interpreter, and which heavy modules it loads.
 
-The median of 15 fresh `python -c` imports (5 with --quick), against 0.3 s; Grain's for scale.
+The median of 15 fresh imports, bytecode cached (5 with --quick), against 0.3 s; Grain's for scale.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import sys
 from benchmarks import harness as h
 from benchmarks.run import run_suite
 
-HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "grain")
+HEAVY = ("jax", "jaxlib", "orbax", "array_record", "tensorstore", "pyarrow", "ray", "grain")
 PROBE = """
 import json, sys, time
+sys.dont_write_bytecode = False  # even under PYTHONDONTWRITEBYTECODE: the first run writes it
 start = time.perf_counter()
 import {module}
 elapsed = time.perf_counter() - start
@@ -42,12 +43,10 @@ def sample(module: str) -> tuple[float, list[str]]:
 
 
 def import_times(count: int) -> list[h.Row]:
-    samples = {module: [sample(module) for _ in range(count)] for module in ("grainfn", "grain")}
+    samples = {m: [sample(m) for _ in range(count + 1)][1:] for m in ("grainfn", "grain")}
     times = {module: [t for t, _ in runs] for module, runs in samples.items()}
-    loaded = {
-        "grainfn": [m for m in samples["grainfn"][0][1] if m != "grain"],
-        "grain": samples["grain"][0][1],
-    }
+    first = {module: runs[0][1] for module, runs in samples.items()}
+    loaded = {"grainfn": [m for m in first["grainfn"] if m != "grain"], "grain": first["grain"]}
     detail = "; ".join(
         f"`import {module}`: best {h.fmt_seconds(min(times[module]))}, heavy modules loaded: "
         f"{', '.join(loaded[module]) or 'none'}"
