@@ -1,8 +1,9 @@
 """Module attributes imported on first use, so `import grainfn` stays fast.
 
 `import grainfn` should cost little more than numpy. The parts most programs
-never touch (packing, Parquet, element specs, inspection, the experimental
-Grain classes) are imported the first time one of their names is read.
+never touch (the DataLoader with its samplers, sharding and sources, worker
+processes, packing, Parquet, element specs, inspection, the experimental Grain
+classes) are imported the first time one of their names is read.
 
 A public module lists each of its names once, as an import in the `name as
 name` form that marks a re-export. Those under `if TYPE_CHECKING:` are the lazy
