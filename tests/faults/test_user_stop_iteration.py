@@ -20,8 +20,21 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
+from grainfn._src.testing.specs import (
+    Functions,
+    Level,
+    declared_stages,
+)
 
 from support.leaks import assert_nothing_left
+from support.registry import (
+    LEVELS,
+    calls_a_user_function,
+    names,
+    simplest_stage,
+    undeclared,
+    user_function_stages,
+)
 from support.waiting import no_hang
 
 N = 20
@@ -78,6 +91,19 @@ class StopSource:
         return N
 
     def __getitem__(self, index: int) -> int:
+        return stop_at_5(index)
+
+
+class StopMapDataset(grain.MapDataset):
+    """A user's MapDataset whose `[]` raises StopIteration at position 5."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def __len__(self) -> int:
+        return N
+
+    def __getitem__(self, index: Any) -> Any:
         return stop_at_5(index)
 
 
@@ -383,6 +409,12 @@ KINDS: dict[str, tuple[Callable[[], Any], list[Any], str, str]] = {
         "select_from_datasets(StopSelection)",
         AT_POSITION,
     ),
+    "a user's MapDataset": (
+        lambda: StopMapDataset().to_iter_dataset(),
+        BEFORE,
+        "The function of StopMapDataset",
+        AT_POSITION,
+    ),
     "a DataLoader data source": (
         lambda: loader([], source=StopSource()),
         BEFORE,
@@ -397,6 +429,102 @@ def test_every_kind_of_user_function_raises_it(kind: str) -> None:
     make, before, stage, where = KINDS[kind]
     it = iter(make())
     assert_stops_with_the_error(it, before, stage, where)
+
+
+def stop_at_5_drawing(x: Any, rng: np.random.Generator) -> Any:
+    """A random map: `x` and a draw, except at 5: a StopIteration."""
+    rng.integers(10)
+    return stop_at_5(x)
+
+
+STOPPING = Functions(
+    maps={"stop_at_5": stop_at_5},
+    random_maps={"stop_at_5_drawing": stop_at_5_drawing},
+    filters={"keep_until_5": keep_until_5},
+    with_index=False,
+)
+"""The element functions of drawn stages: each raises StopIteration at 5."""
+
+DRAWN = user_function_stages(STOPPING)
+"""The declared stages that take a user's function, by level and name, drawn with STOPPING."""
+
+NOT_DRAWN: dict[tuple[Level, str], str] = {
+    ("dataset", "map_with_index"): "its declared function is fixed (with_index): KINDS holds it",
+    ("stream", "map_with_index"): "its declared function is fixed (with_index): KINDS holds it",
+    ("dataset", "random_map_jax"): "its declared function is fixed (add_key_draw); random_map "
+    "calls a user's function the same way, drawn here",
+}
+"""The declared stages taking a user's function whose function cannot be drawn raising."""
+
+COVERED: dict[str, str] = {
+    "FlatMappedDataset": "flat_map",
+    "FlatMappedStream": "iter-level flat_map",
+    "SourceDataset": "a data source",
+    "SelectedDataset": "a selection map",
+    "ObjectDataset": "a user's MapDataset",
+    "SampledDataset": "a DataLoader data source",
+}
+"""The stage kinds without a declaration that call a user's function: the KINDS entry of each."""
+
+NO_USER_FUNCTION: dict[str, str] = {
+    "ConcatenatedDataset": "it reads its parents",
+    "MixedDataset": "it reads its parents by its weights",
+    "ZippedDataset": "it reads its parents in step",
+    "RangeDataset": "it computes its integers",
+    "InNamedThreads": "an executor: it reads its parent (PATHS 'ReadOptions threads')",
+    "HostRows": "the elastic iterator's rows: it reads its parent (PATHS 'ElasticIterator')",
+    "CachedStream": "it keeps its parent's elements (PATHS 'cache')",
+    "ElasticStream": "it reads its shards (PATHS 'ElasticIterator')",
+    "PrefetchedStream": "an executor (PATHS 'mp_prefetch')",
+    "ThreadPrefetchedStream": "an executor (PATHS 'ThreadPrefetch')",
+    "WithOptionsStream": "an executor: reading options",
+    "PooledLeaf": "a worker's leaf of mp_prefetch (PATHS 'mp_prefetch')",
+    "RayPrefetchedStream": "an executor whose workers are ray's",
+    "FromDatasetStream": "it reads its dataset (every PATHS entry of a to_iter_dataset)",
+    "GrainWorkerOrderStream": "it reads its workers' streams in Grain's order",
+    "IterableStream": "a user's iterator, whose StopIteration is its end, as in Grain",
+    "InterleavedDatasetsStream": "it reads its datasets' streams",
+    "MixedStream": "it reads its parents by its weights",
+    "ZippedStream": "it reads its parents in step",
+    "RebatchedStream": "it regroups its parent's batches",
+    "WindowShuffledStream": "it shuffles its parent's elements",
+    "PackedStream": "it packs by the lengths of its parent's arrays",
+    "PackAndBatchStream": "it packs by the lengths of its parent's arrays",
+    "ConcatThenSplitStream": "it packs by the lengths of its parent's arrays",
+    "CompiledStage": "a device stage computed on the host: its functions are traced by jax",
+    "TimedDataset": "fn.timed: it times its parent",
+    "TimedStream": "fn.timed: it times its parent",
+    "PutOnDeviceStream": "an executor (PATHS 'device_put')",
+    "ParquetFileStream": "it reads parquet files",
+    "TFRecordStream": "it reads TFRecord files",
+}
+"""The stage kinds without a declaration that call no function of a user's, and what they do."""
+
+
+IN_A_STREAM = rf"{AT_STREAM_ELEMENT}|reading element 5 of its stream"
+
+
+@pytest.mark.parametrize(("level", "name"), sorted(DRAWN))
+def test_every_declared_stage_that_calls_a_user_function_raises_it(level: Level, name: str) -> None:
+    it = fn.iterate(simplest_stage(level, DRAWN[level, name], STOPPING, fn.seed(1, fn.range(N))))
+    where = AT_POSITION if level == "dataset" else IN_A_STREAM
+    assert_stops_with_the_error(it, BEFORE, f"{DRAWN[level, name].function}(", where)
+
+
+def test_every_stage_kind_that_calls_a_user_function_is_drawn_or_in_kinds() -> None:
+    declared = {
+        (level, stage.name)
+        for level in LEVELS
+        for _, stage in declared_stages(level)
+        if calls_a_user_function(stage)
+    }
+    assert declared - set(DRAWN) == set(NOT_DRAWN), "declared, so drawn unless in NOT_DRAWN"
+    assert all(name in KINDS for level, name in NOT_DRAWN if name != "random_map_jax")
+    kinds = set(names(undeclared("dataset") | undeclared("stream")))
+    missing = sorted(kinds - set(COVERED) - set(NO_USER_FUNCTION))
+    assert not missing, f"{missing}: declare random_stage, or add to COVERED or NO_USER_FUNCTION"
+    assert set(COVERED) | set(NO_USER_FUNCTION) <= kinds, "declared, so drawn, or no stage kind"
+    assert set(COVERED.values()) <= set(KINDS)
 
 
 def test_a_source_that_runs_out_is_told_how_to_say_so() -> None:
