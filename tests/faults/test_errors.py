@@ -15,6 +15,9 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
+from grainfn._src.testing.specs import Functions, Level, declared_stages
+
+from support.registry import LEVELS, calls_a_user_function, simplest_stage, user_function_stages
 
 TEN = grain.MapDataset.range(10)
 NO_SHARDING = grain.sharding.NoSharding()
@@ -210,6 +213,53 @@ def test_an_error_in_a_user_function_keeps_its_type_and_names_stage_and_position
         assert 'in parse\n    raise ParseError(f"cannot parse {x}")' in notes
     else:  # the user's own frame is kept
         assert caught.traceback[-1].name == "parse"
+
+
+FAILING = Functions(
+    maps={"parse": parse},
+    random_maps={"parse_random": parse_random},
+    filters={"keep": keep},
+    with_index=False,
+)
+"""The element functions of drawn stages: each raises ParseError at 6."""
+
+DRAWN = user_function_stages(FAILING)
+"""The declared stages that take a user's function, by level and name, drawn with FAILING."""
+
+NOT_DRAWN: dict[tuple[Level, str], str] = {
+    ("dataset", "map_with_index"): "its declared function is fixed (with_index)",
+    ("stream", "map_with_index"): "its declared function is fixed (with_index)",
+    ("dataset", "random_map_jax"): "its declared function is fixed (add_key_draw)",
+}
+"""The declared stages taking a user's function whose function cannot be drawn failing.
+
+The stage kinds without a declaration that call a user's function are listed,
+and checked, in test_user_stop_iteration.py."""
+
+AT_6 = rf"reading (position 6|{STREAM_ELEMENT_7}|element 6 of its stream)"
+
+
+@pytest.mark.parametrize(("level", "name"), sorted(DRAWN))
+def test_every_declared_stage_that_calls_a_user_function_keeps_its_error(
+    level: Level, name: str
+) -> None:
+    stage = DRAWN[level, name]
+    with pytest.raises(ParseError, match="cannot parse 6") as caught:
+        for _ in fn.iterate(simplest_stage(level, stage, FAILING, fn.seed(1, fn.range(10)))):
+            pass
+    notes = "\n".join(caught.value.__notes__)
+    assert re.search(rf"Raised by the function of {stage.function}\(.*, {AT_6}", notes), notes
+    assert caught.traceback[-1].name == "parse"  # the user's own frame is kept
+
+
+def test_every_declared_stage_that_calls_a_user_function_is_drawn_or_named() -> None:
+    declared = {
+        (level, stage.name)
+        for level in LEVELS
+        for _, stage in declared_stages(level)
+        if calls_a_user_function(stage)
+    }
+    assert declared - set(DRAWN) == set(NOT_DRAWN), "declared, so drawn unless in NOT_DRAWN"
 
 
 def letters(letter: str) -> Any:
