@@ -25,14 +25,17 @@ from typing import Any
 
 import grain
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import Phase, find, given, note, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 import grainfn
+from grainfn._src.core.random_stage import RandomStage
 from grainfn._src.stages.iterable import keeps_own_state
+from grainfn._src.testing.specs import INTEGERS, declared_kinds, sample_op
 from grainfn.testing import assert_elements_equal
 
-from support.pipelines import build_grain_stream, stream_specs
+from support.pipelines import apply_grain, build_grain_stream, stream_specs
 from support.scripted import Scripted
 from support.waiting import wait_until
 
@@ -52,8 +55,47 @@ def read(module: Any, spec: tuple[Any, ...], threads: int, sequential: bool) -> 
         return type(error)
 
 
-ELEMENTWISE = {"seed", "shuffle", "map", "random_map", "map_with_index", "filter"}
-"""Map-level stages whose length Grain reads from their parents when asked."""
+def grain_stage(op: tuple[Any, ...], length: int) -> tuple[Any, list[int]]:
+    """Grain's stage of a spec over a seeded source of `length` rows, and the rows' list."""
+    rows = list(range(length))
+    return apply_grain(op, grain.MapDataset.source(rows).seed(1), grain), rows
+
+
+def length_follows_the_parent(stage: RandomStage) -> bool:
+    """Whether Grain's stage reads its length from its parent when asked, not when built.
+
+    The stage's simplest spec whose length depends on its parent's is built
+    over 12 rows; the rows are cut to 6, and its length must be that of the
+    stage built over 6. A stage whose length never depends on its parent's
+    (positions to take) fixes it when built.
+    """
+
+    def depends_on_the_parent(op: tuple[Any, ...]) -> bool:
+        return len(grain_stage(op, 12)[0]) != len(grain_stage(op, 6)[0])
+
+    ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, INTEGERS))()
+    quiet = settings(database=None, phases=[Phase.generate], max_examples=100)
+    try:
+        op = find(ops, depends_on_the_parent, settings=quiet)
+    except NoSuchExample:
+        return False
+    ds, rows = grain_stage(op, 12)
+    del rows[6:]
+    return len(ds) == len(grain_stage(op, 6)[0])
+
+
+ELEMENTWISE = {
+    name
+    for name, stage in declared_kinds(INTEGERS, "dataset", grain_only=True).items()
+    if length_follows_the_parent(stage)
+}
+"""Map-level stages whose length Grain reads from their parents when asked: every
+stage the random pipelines draw, asked of Grain itself."""
+
+
+def test_the_probe_tells_the_stages_that_read_their_parents_length_when_asked() -> None:
+    assert {"map", "filter", "shuffle"} <= ELEMENTWISE
+    assert not {"batch", "slice", "repeat", "take"} & ELEMENTWISE
 
 
 def grain_cuts_sources(spec: tuple[Any, ...]) -> bool:

@@ -20,6 +20,7 @@ from grainfn.testing import (
 )
 
 __all__ = [
+    "apply_grain",
     "build_dataset",
     "build_grain",
     "build_grain_stream",
@@ -46,11 +47,12 @@ def build_grain(spec: tuple[Any, ...], grain: Any = None) -> Any:
     else:
         ds = grain.MapDataset.concatenate([build_grain(p, grain) for p in head[1]])
     for op in ops:
-        ds = _apply_grain(op, ds, grain)
+        ds = apply_grain(op, ds, grain)
     return ds
 
 
-def _apply_grain(op: tuple[Any, ...], ds: Any, grain: Any) -> Any:
+def apply_grain(op: tuple[Any, ...], ds: Any, grain: Any) -> Any:
+    """`ds` through the stage of a map-level spec op, built with `grain`."""
     kind = op[0]
     if kind == "seed":
         return ds.seed(op[1])
@@ -103,5 +105,5 @@ def build_grain_stream(spec: tuple[Any, ...], grain: Any = None) -> Any:
         elif op[0] == "repeat":
             stream = grain.experimental.RepeatIterDataset(stream, op[1])
         else:
-            stream = _apply_grain(op, stream, grain)
+            stream = apply_grain(op, stream, grain)
     return stream
