@@ -9,6 +9,7 @@ import pytest
 from grainfn._src.core.dataset import dataset_kinds
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
 from grainfn._src.core.stream import stage_kinds
+from grainfn._src.stages.mix import ConcatenatedDataset, MixedDataset, MixedStream
 
 
 def test_a_declaration_is_named_by_its_function_unless_given_a_name() -> None:
@@ -103,3 +104,41 @@ def test_every_stage_class_of_grainfn_declares_well_formed_random_stages() -> No
     assert all(isinstance(s, RandomStage) for stages in declared.values() for s in stages)
     assert any(declared[kind] for kind in dataset_kinds())
     assert any(declared[kind] for kind in stage_kinds())
+
+
+def test_a_stage_with_components_combines_pipelines() -> None:
+    mix = RandomStage("mix", (ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS))
+    assert mix.combines and mix.kinds() == (ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS)
+    assert RandomStage("concatenate", (ArgumentKind.COMPONENTS,)).combines
+    assert not RandomStage("limit", (ArgumentKind.COUNT,)).combines
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        (ArgumentKind.COMPONENTS, ArgumentKind.COMPONENTS),
+        (ArgumentKind.OPTIONAL_WEIGHTS,),
+        (ArgumentKind.OPTIONAL_WEIGHTS, ArgumentKind.COMPONENTS),
+    ],
+)
+def test_components_come_once_and_weights_only_after_them(arguments: object) -> None:
+    with pytest.raises(ValueError, match=r"COMPONENTS once, and OPTIONAL_WEIGHTS .* only after"):
+        RandomStage("mix", arguments)  # type: ignore[arg-type]
+
+
+def test_weights_may_follow_components_as_a_keyword() -> None:
+    stage = RandomStage(
+        "mix", (ArgumentKind.COMPONENTS,), (("weights", ArgumentKind.OPTIONAL_WEIGHTS),)
+    )
+    assert stage.combines and stage.kinds()[-1] is ArgumentKind.OPTIONAL_WEIGHTS
+    with pytest.raises(ValueError, match="only after it"):
+        RandomStage("mix", keywords=(("weights", ArgumentKind.OPTIONAL_WEIGHTS),))
+
+
+def test_the_heads_of_grainfn_declare_their_components() -> None:
+    heads = {
+        kind
+        for kind in [*dataset_kinds(), *stage_kinds()]
+        if any(stage.combines for stage in random_stages(kind))
+    }
+    assert heads == {MixedDataset, ConcatenatedDataset, MixedStream}

@@ -1,12 +1,13 @@
 """Each stage holds its device form (or the reason it has none) in its own module.
 
 The stages come from the registry: every dataset stage that declares
-`random_stage` is sampled from its declaration, and the few stage kinds with
-a device form that random pipelines do not draw as stages are listed in
-`UNDRAWN`, each with its reason; a test keeps that list equal to the stage
-kinds it must hold. The docs' table of what runs on device and `to_jax`'s
-docstring are checked against the stages themselves, so a stage that gains a
-device form cannot be left out of either.
+`random_stage` is sampled from its declaration (a head, such as mix, over
+ranges), and the few stage kinds with a device form that random pipelines do
+not draw from a declaration are listed in `UNDRAWN`, each with its reason; a
+test keeps that list equal to the stage kinds it must hold. The docs' table
+of what runs on device and `to_jax`'s docstring are checked against the
+stages themselves, so a stage that gains a device form cannot be left out of
+either.
 """
 
 from __future__ import annotations
@@ -28,24 +29,21 @@ from grainfn._src.testing.device_specs import DEVICE
 from grainfn._src.testing.specs import (
     INTEGERS,
     Functions,
-    apply_op,
+    build_dataset,
+    declared_heads,
     declared_kinds,
     declared_stages,
+    sample_head,
     sample_op,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "jax.md"
 
 UNDRAWN: dict[str, tuple[Dataset[Any], str]] = {
-    "range": (fn.range(4), "a spec's head: the grammar of specs draws it, not a stage"),
+    "range": (fn.range(4), "a leaf of specs: the grammar of specs draws it, not a declaration"),
     "source": (
         fn.source(np.arange(4, dtype=np.int32)),
-        "the device specs' heads (device_source): rows of a dtype, not arguments",
-    ),
-    "mix": (fn.mix([fn.range(4), fn.range(4)]), "a spec's head: it takes sub-specs"),
-    "concatenate": (
-        fn.concatenate([fn.range(4), fn.range(4)]),
-        "a spec's head: it takes sub-specs",
+        "a leaf of the device specs (device_source): rows of a dtype, not arguments",
     ),
     "select_from_datasets": (
         fn.select_from_datasets([fn.range(4)], [(0, 1)]),
@@ -53,7 +51,9 @@ UNDRAWN: dict[str, tuple[Dataset[Any], str]] = {
     ),
 }
 """The stage kinds with a device form that random pipelines do not draw from a
-`random_stage` declaration: a sample of each, by its function, and why."""
+`random_stage` declaration: a sample of each, by its function, and why. `range`
+and `source` are the leaves of specs, which stages and heads (mix, concatenate:
+declared) build on; `select_from_datasets` is the one stage left."""
 
 REFUSED: dict[str, Dataset[Any]] = {
     "flat_map": fn.flat_map(lambda x: [x], fn.range(4), max_fan_out=1),
@@ -66,11 +66,20 @@ are checked here with the declared ones' (filter)."""
 def drawn_sample(stage: RandomStage, functions: Functions) -> Dataset[Any]:
     """The stage of its simplest spec, over a seeded range (so a seed may be left to it).
 
-    The simplest spec is the first hypothesis draws (a seed of 0, no seed, ...).
+    The simplest spec is the first hypothesis draws (a seed of 0, no seed, ...);
+    a head's is of one seeded range.
     """
-    ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, functions))()
-    op = find(ops, bool, settings=settings(database=None, phases=[Phase.generate]))
-    return apply_op(op, fn.seed(1, fn.range(4)), functions)
+    seeded = (("range", 4), ("seed", 1))
+
+    def draws(draw: Any) -> tuple[Any, ...]:
+        if stage.combines:
+            return sample_head(draw, {stage.name: stage}, st.just(seeded), functions)
+        return sample_op(draw, {stage.name: stage}, functions)
+
+    op = find(
+        st.composite(draws)(), bool, settings=settings(database=None, phases=[Phase.generate])
+    )
+    return build_dataset((op,) if stage.combines else (*seeded, op), functions)
 
 
 def declared_samples() -> dict[str, tuple[str, Dataset[Any]]]:
@@ -79,7 +88,10 @@ def declared_samples() -> dict[str, tuple[str, Dataset[Any]]]:
     A stage with a device form is drawn as the device pipelines draw it, any
     other as the host pipelines do.
     """
-    on_device = declared_kinds(DEVICE, "dataset", on_device=True)
+    on_device = {
+        **declared_kinds(DEVICE, "dataset", on_device=True),
+        **declared_heads(DEVICE, "dataset", on_device=True),
+    }
     samples = {}
     for kind, stage in declared_stages("dataset"):
         if stage.name in on_device:

@@ -467,8 +467,6 @@ COVERED: dict[str, str] = {
 """The stage kinds without a declaration that call a user's function: the KINDS entry of each."""
 
 NO_USER_FUNCTION: dict[str, str] = {
-    "ConcatenatedDataset": "it reads its parents",
-    "MixedDataset": "it reads its parents by its weights",
     "ZippedDataset": "it reads its parents in step",
     "RangeDataset": "it computes its integers",
     "InNamedThreads": "an executor: it reads its parent (PATHS 'ReadOptions threads')",
@@ -484,7 +482,6 @@ NO_USER_FUNCTION: dict[str, str] = {
     "GrainWorkerOrderStream": "it reads its workers' streams in Grain's order",
     "IterableStream": "a user's iterator, whose StopIteration is its end, as in Grain",
     "InterleavedDatasetsStream": "it reads its datasets' streams",
-    "MixedStream": "it reads its parents by its weights",
     "ZippedStream": "it reads its parents in step",
     "RebatchedStream": "it regroups its parent's batches",
     "WindowShuffledStream": "it shuffles its parent's elements",

@@ -12,6 +12,7 @@ from grainfn._src.testing.device_specs import (
     device_dataset_specs,
     device_source,
 )
+from grainfn._src.testing.specs import components_of
 
 
 @pytest.mark.parametrize(
@@ -51,10 +52,8 @@ def test_mix_and_concatenate_heads_are_built_from_their_parts() -> None:
 
 
 def head_kinds(spec: tuple[Any, ...]) -> set[str]:
-    head = spec[0]
-    if head[0] in ("mix", "concatenate"):
-        return {kind for part in head[1] for kind in head_kinds(part)}
-    return {head[0]}
+    parts = components_of(spec[0])
+    return {kind for part in parts for kind in head_kinds(part)} if parts else {spec[0][0]}
 
 
 @settings(max_examples=15)
@@ -62,9 +61,9 @@ def head_kinds(spec: tuple[Any, ...]) -> set[str]:
 def test_drawn_specs_have_device_heads_shared_by_every_component(spec: tuple[Any, ...]) -> None:
     kinds = head_kinds(spec)
     assert kinds <= set(DEVICE_SOURCES)
-    if spec[0][0] in ("mix", "concatenate"):
+    if components_of(spec[0]):
         assert len(kinds) == 1  # components share one head kind: one structure on device
-        assert all(op[0] != "batch" for part in spec[0][1] for op in part[1:])
+        assert all(op[0] != "batch" for part in components_of(spec[0]) for op in part[1:])
 
 
 @settings(max_examples=15)

@@ -1,4 +1,4 @@
-"""The registry of random pipelines: stages read from their `random_stage` declarations."""
+"""The registry of random pipelines: stages and heads read from their `random_stage`."""
 
 from __future__ import annotations
 
@@ -7,24 +7,33 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.reading import iterate
+from grainfn._src.core.stream import Stream
 from grainfn._src.stages.limit import LimitedStream
-from grainfn._src.testing.device_specs import DEVICE, device_dataset_specs
+from grainfn._src.stages.mix import MixedDataset
+from grainfn._src.testing.device_specs import DEVICE, build_device_dataset, device_dataset_specs
 from grainfn._src.testing.specs import (
     ARGUMENTS,
+    COMPONENT_KINDS,
     INTEGERS,
     Functions,
+    _infinite,
     apply_op,
     build_dataset,
+    build_head,
+    build_stream,
+    components_of,
     dataset_specs,
+    declared_heads,
     declared_kinds,
     declared_stages,
+    sample_head,
     sample_op,
     stream_specs,
 )
@@ -54,13 +63,30 @@ def base(level: Any) -> Any:
 
 
 DECLARED = [
-    (level, stage.name) for level in ("dataset", "stream") for _, stage in declared_stages(level)
+    (level, stage.name)
+    for level in ("dataset", "stream")
+    for _, stage in declared_stages(level)
+    if not stage.combines
 ]
-"""Every stage the registry declares, by level and name."""
+"""Every stage the registry declares, by level and name (heads are `HEADS`)."""
+
+HEADS = [
+    (level, stage.name)
+    for level in ("dataset", "stream")
+    for _, stage in declared_stages(level)
+    if stage.combines
+]
+"""Every head the registry declares (a stage that combines pipelines), by level and name."""
+
+LEAVES = {"dataset": (("range", 5),), "stream": (("stream", (("range", 5),), False),)}
+"""The simplest spec of each level, for a head's components."""
+
+BUILDERS = {"dataset": build_dataset, "stream": build_stream}
 
 
 def test_every_kind_of_argument_is_drawn_and_resolved() -> None:
-    assert set(ARGUMENTS) == set(ArgumentKind)
+    assert set(ARGUMENTS) | COMPONENT_KINDS == set(ArgumentKind)
+    assert not set(ARGUMENTS) & COMPONENT_KINDS
 
 
 def test_both_levels_declare_stages_and_every_class_is_of_its_level() -> None:
@@ -105,9 +131,10 @@ def test_grain_only_leaves_out_take_while_and_the_device_s_stages() -> None:
 
 @pytest.mark.parametrize("level", ["dataset", "stream"])
 def test_a_stage_naming_an_empty_table_of_functions_is_left_out(level: Any) -> None:
-    plain = {s.name for _, s in declared_stages(level) if not set(s.kinds()) & ELEMENT_FUNCTIONS}
+    stages = [stage for _, stage in declared_stages(level) if not stage.combines]
+    plain = {s.name for s in stages if not set(s.kinds()) & ELEMENT_FUNCTIONS}
     assert set(declared_kinds(NO_FUNCTIONS, level)) == plain
-    assert plain < {stage.name for _, stage in declared_stages(level)}
+    assert plain < {stage.name for stage in stages}
 
 
 def test_jax_draws_and_with_index_let_in_their_stages() -> None:
@@ -129,17 +156,17 @@ def test_on_device_keeps_the_stages_with_a_device_form() -> None:
 def test_the_strategies_draw_only_their_declared_stages(
     dataset: Any, stream: Any, device: Any
 ) -> None:
-    def ops(spec: Any) -> list[Any]:
+    def ops(spec: Any, level: Any = "dataset") -> list[Any]:
         head, *rest = spec
-        parts = head[1] if head[0] in ("mix", "concatenate") else ()
+        parts = components_of(head, level)
         inner = ops(head[1]) if head[0] == "stream" else []
-        return rest + inner + [op for part in parts for op in ops(part)]
+        return rest + inner + [op for part in parts for op in ops(part, level)]
 
     grain_datasets = declared_kinds(INTEGERS, "dataset", grain_only=True)
     grain_streams = declared_kinds(INTEGERS, "stream", grain_only=True)
     on_device = declared_kinds(DEVICE, "dataset", on_device=True)
     assert all(op[0] in grain_datasets for op in ops(dataset))
-    assert all(op[0] in grain_streams or op[0] in grain_datasets for op in ops(stream))
+    assert all(op[0] in grain_streams or op[0] in grain_datasets for op in ops(stream, "stream"))
     assert all(op[0] in on_device for op in ops(device))
 
 
@@ -175,3 +202,85 @@ def test_two_classes_declaring_one_name_at_a_level_are_refused() -> None:
     del Twin
     gc.collect()
     assert "limit" in declared_kinds()
+
+
+@pytest.mark.parametrize(("level", "name"), HEADS)
+@settings(max_examples=4)
+@given(data=st.data())
+def test_every_declared_head_is_sampled_and_built_as_its_class(
+    level: Any, name: str, data: st.DataObject
+) -> None:
+    heads = declared_heads(EVERY, level)
+    head = data.draw(
+        st.composite(lambda draw: sample_head(draw, {name: heads[name]}, st.just(LEAVES[level])))()
+    )
+    assert head[0] == name and components_of(head, level)
+    assert all(part == LEAVES[level] for part in components_of(head, level))
+    built = build_head(head, BUILDERS[level], level)
+    assert type(built) is classes(level)[name]
+    assert len(built.parents) == len(components_of(head, level))
+    assert isinstance(built, Dataset if level == "dataset" else Stream)
+
+
+def test_the_heads_of_each_strategy_are_mix_and_concatenate_and_a_stream_mix() -> None:
+    assert sorted(declared_heads(INTEGERS, "dataset", grain_only=True)) == ["concatenate", "mix"]
+    assert sorted(declared_heads(DEVICE, "dataset", on_device=True)) == ["concatenate", "mix"]
+    assert sorted(declared_heads(INTEGERS, "stream")) == ["mix"]
+    assert sorted(declared_heads(INTEGERS, "stream", grain_only=True)) == ["mix"]
+    assert not set(declared_kinds(EVERY, "dataset")) & {"mix", "concatenate"}
+
+
+def test_a_mix_draws_one_weight_per_component_or_none() -> None:
+    mix = declared_heads()["mix"]
+    heads = st.composite(lambda draw: sample_head(draw, {"mix": mix}, st.just(LEAVES["dataset"])))()
+    weighted = find(heads, lambda head: head[2] is not None and len(head[1]) == 3)
+    assert len(weighted[2]) == 3 and all(0.1 <= w <= 5.0 for w in weighted[2])
+    assert find(heads, lambda head: head[2] is None)[2] is None
+
+
+def test_hand_written_head_specs_build_as_before_the_registry() -> None:
+    parts = ((("range", 4),), (("range", 6),))
+    assert build_dataset((("concatenate", parts),)).get_many(range(10)) == [
+        0, 1, 2, 3, 0, 1, 2, 3, 4, 5
+    ]  # fmt: skip
+    assert build_dataset((("mix", parts, (1.0, 1.0)),)).get_many(range(4)) == [0, 0, 1, 1]
+    streams = tuple((("stream", part, False),) for part in parts)
+    assert list(iterate(build_stream((("mix", streams, None),)))) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert build_device_dataset((("mix", parts, None),)).get_many(range(4)) == [0, 0, 1, 1]
+
+
+def test_a_head_spec_of_an_unknown_name_or_the_wrong_values_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"No stream head declares 'concatenate'; .*'mix'"):
+        build_head(("concatenate", ()), build_stream, "stream")
+    with pytest.raises(ValueError, match=r"must hold 2 values .*\(components: 1, optional_weights"):
+        build_dataset((("mix", ((("range", 2),),)),))
+    with pytest.raises(ValueError, match=r"No dataset stage declares 'mix'"):
+        apply_op(("mix", (), None), fn.range(4))
+
+
+def test_a_head_is_endless_where_a_component_is() -> None:
+    endless = (("range", 3), ("repeat", None, False))
+    assert _infinite(endless) and not _infinite((("range", 3), ("repeat", 2, False)))
+    assert _infinite((("mix", ((("range", 3),), endless), None),))
+    assert _infinite((("concatenate", (endless,)),))
+    assert not _infinite((("mix", ((("range", 3),),), None),))
+
+
+def test_a_made_up_head_declared_on_its_class_is_drawn_and_built() -> None:
+    class UniformMix(MixedDataset):
+        __module__ = "grainfn._src.stages.uniform_mix"
+        random_stage = RandomStage("mix", (ArgumentKind.COMPONENTS,), in_grain=True, name="even")
+
+    assert "even" in declared_heads(INTEGERS, "dataset", grain_only=True)
+    drawn = find(
+        dataset_specs(),
+        lambda spec: spec[0][0] == "even",
+        settings=settings(database=None, phases=[Phase.generate], max_examples=2000),
+    )
+    assert len(drawn[0]) == 2  # its components, and no weights
+    built = build_dataset((drawn[0],))
+    assert type(built) is MixedDataset and set(built.weights) == {1.0}
+    assert len(built.components) == len(components_of(drawn[0]))
+    del UniformMix
+    gc.collect()
+    assert "even" not in declared_heads()

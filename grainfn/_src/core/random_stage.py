@@ -7,6 +7,12 @@ nothing else lists it: `grainfn._src.testing.specs` finds the declarations
 `(name, *values)`, and its pipeline is
 `getattr(grainfn.fn, function)(*arguments, data, **keywords)`, each argument
 drawn and resolved by its kind (`grainfn._src.testing.specs.ARGUMENTS`).
+
+A stage that combines several pipelines (mix, concatenate) declares a
+`COMPONENTS` argument: it is drawn as the head of a spec, not over a parent,
+its components being specs of its own level, and its pipeline is
+`getattr(grainfn.fn, function)(*arguments, **keywords)` with the built
+components in the place of `COMPONENTS`.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ class ArgumentKind(enum.Enum):
 
     Most kinds hold one value in a spec; `SLICE` holds three (start, stop,
     step), and `INDEX_MAP`, `KEY_MAP` and `JAX_RNG` none (they are one value).
+    `COMPONENTS` makes a stage a head (`RandomStage.combines`).
     """
 
     PREDICATE = "predicate"
@@ -55,6 +62,10 @@ class ArgumentKind(enum.Enum):
     """Positions to read, 1 to 6 of them, taken modulo the data's length."""
     JAX_RNG = "jax_rng"
     """The name "jax": draws from `jax.random` keys (`random_map`'s `rng`)."""
+    COMPONENTS = "components"
+    """The pipelines a head combines: 1 to 3 specs of its level, held in the spec as a tuple."""
+    OPTIONAL_WEIGHTS = "optional_weights"
+    """One weight in [0.1, 5] per component (a tuple), or None (uniform); after COMPONENTS."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,10 +73,13 @@ class RandomStage:
     """How the random pipelines of `grainfn.testing` draw a stage, declared on its class.
 
     The stage is built as `getattr(grainfn.fn, function)(*arguments, data,
-    **keywords)`. Its level (a map-level or a stream stage) is its class's:
-    a Dataset stage's declaration is drawn in dataset pipelines, a Stream
-    stage's in streams. A class declares one, or a tuple of them where it is
-    drawn in several forms (`random_map` with numpy draws, and with jax keys).
+    **keywords)`; a head, which combines pipelines (`combines`), as
+    `getattr(grainfn.fn, function)(*arguments, **keywords)`, its components
+    in the place of its `COMPONENTS` argument. Its level (a map-level or a
+    stream stage) is its class's: a Dataset stage's declaration is drawn in
+    dataset pipelines, a Stream stage's in streams. A class declares one, or
+    a tuple of them where it is drawn in several forms (`random_map` with
+    numpy draws, and with jax keys).
 
     Attributes:
         function: The stage's function in `grainfn.fn`.
@@ -83,6 +97,8 @@ class RandomStage:
         ('take_while', (<ArgumentKind.PREDICATE: 'predicate'>,), False)
         >>> RandomStage("shuffle", keywords=(("seed", ArgumentKind.OPTIONAL_SEED),)).kinds()
         (<ArgumentKind.OPTIONAL_SEED: 'optional_seed'>,)
+        >>> RandomStage("mix", (ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS)).combines
+        True
     """
 
     function: str
@@ -115,12 +131,25 @@ class RandomStage:
                     f"RandomStage {self.function!r} keywords must be pairs (keyword, "
                     f"ArgumentKind), got {pair!r}."
                 )
+        kinds = self.kinds()
+        components = [at for at, kind in enumerate(kinds) if kind is ArgumentKind.COMPONENTS]
+        weights = [at for at, kind in enumerate(kinds) if kind is ArgumentKind.OPTIONAL_WEIGHTS]
+        if len(components) > 1 or any(not components or at < components[0] for at in weights):
+            raise ValueError(
+                f"RandomStage {self.function!r} may take COMPONENTS once, and OPTIONAL_WEIGHTS "
+                f"(one per component) only after it, got {[kind.name for kind in kinds]}."
+            )
         if not self.name:
             object.__setattr__(self, "name", self.function)
 
     def kinds(self) -> tuple[ArgumentKind, ...]:
         """The kinds of all its arguments, in the order a spec holds their values."""
         return (*self.arguments, *(kind for _, kind in self.keywords))
+
+    @property
+    def combines(self) -> bool:
+        """Whether it combines pipelines (a `COMPONENTS` argument): drawn as a spec's head."""
+        return ArgumentKind.COMPONENTS in self.kinds()
 
 
 def random_stages(kind: type[Any]) -> tuple[RandomStage, ...]:

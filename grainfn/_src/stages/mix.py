@@ -24,6 +24,7 @@ from grainfn._src.core.grain_state import (
     read_flag,
     write_components,
 )
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import mixing, slicing, wide
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from grainfn._src.core.compiler import Compiler
 
 T = TypeVar("T")
+
+MIX = RandomStage("mix", (ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS), in_grain=True)
+"""How random pipelines draw a mix, of datasets or of streams: a head with optional weights."""
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -94,6 +98,7 @@ def gather(components: Sequence[Dataset[Any]], which: np.ndarray, keys: np.ndarr
 class MixedDataset(_Selection):
     """Interleaves components in fixed proportions; ends where the first runs out."""
 
+    random_stage = MIX
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     weights: tuple[float, ...]
@@ -181,6 +186,8 @@ class MixedDataset(_Selection):
 @dataclasses.dataclass(frozen=True, repr=False)
 class ConcatenatedDataset(_Selection):
     """Components one after another; epoch e reads epoch e of each."""
+
+    random_stage = RandomStage("concatenate", (ArgumentKind.COMPONENTS,), in_grain=True)
 
     def __post_init__(self) -> None:
         set_length(self, sum(c.length for c in self.components))
@@ -332,6 +339,7 @@ class MixedStream(Stream[Any]):
     """Interleaves component streams in fixed proportions; stops when the one due runs out."""
 
     spec_rule = SpecRule.PARENT
+    random_stage = MIX
     grain_state: ClassVar[GrainState | None] = OwnGrainState(
         "IterDataset.mix", _read_grain_state, _write_grain_state
     )

@@ -17,7 +17,17 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.core.dataset import Dataset
-from grainfn._src.testing.specs import MAPS, Functions, apply_op, declared_kinds, sample_op, seeds
+from grainfn._src.testing.specs import (
+    MAPS,
+    Functions,
+    apply_op,
+    build_head,
+    declared_heads,
+    declared_kinds,
+    sample_head,
+    sample_op,
+    seeds,
+)
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
 """Device heads: `range`; a source of rows of a dtype; a dict of two row arrays; a list or
@@ -34,25 +44,22 @@ def device_dataset_specs(
 ) -> tuple[Any, ...]:
     """Specs of random map-level pipelines that `fn.to_jax` supports (some may be empty).
 
-    Heads are drawn from `DEVICE_SOURCES`. Components of a mix or
-    concatenation share one head kind and are not batched: on device they
-    give elements of one structure, shape and dtype. Repeats may be endless,
-    so mixes of endless components appear too.
+    Leaves are drawn from `DEVICE_SOURCES`; heads that combine sub-specs one
+    time in five while `depth` allows, from the declared heads with a device
+    form (`declared_heads`: mix, concatenate). Components of a head share one
+    leaf kind and are not batched: on device they give elements of one
+    structure, shape and dtype. Repeats may be endless, so heads of endless
+    components appear too (a concatenation of them does not build).
     """
-    if depth > 0 and draw(st.integers(0, 4)) == 0:
-        kind = draw(st.sampled_from(["mix", "concatenate"]))
-        leaf_kind = head_kind or draw(st.sampled_from(DEVICE_SOURCES))
+    heads = declared_heads(DEVICE, "dataset", on_device=True)
+    combined = depth > 0 and bool(heads) and draw(st.integers(0, 4)) == 0
+    leaf_kind = head_kind or draw(st.sampled_from(DEVICE_SOURCES))
+    if combined:
         part = device_dataset_specs(depth=depth - 1, batch=False, head_kind=leaf_kind)
-        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
-        weights = draw(
-            st.none()
-            | st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(tuple)
-        )
-        head: tuple[Any, ...] = ("mix", parts, weights) if kind == "mix" else ("concatenate", parts)
+        head: tuple[Any, ...] = sample_head(draw, heads, part, DEVICE)
     else:
-        leaf_kind = head_kind or draw(st.sampled_from(DEVICE_SOURCES))
         head = (leaf_kind, draw(st.integers(1, 40)))
-    # Inside a mix no map_with_index: its index is the position dtype (int32 or int64),
+    # Inside a head no map_with_index: its index is the position dtype (int32 or int64),
     # which would promote an int32 source's rows in one component only.
     op = device_op(batch, elements=leaf_kind in PLAIN_HEADS, with_index=head_kind is None)
     ops = draw(st.lists(op, max_size=5))
@@ -108,12 +115,10 @@ def build_device_dataset(spec: tuple[Any, ...]) -> Dataset:
     """The grainfn dataset of a spec from `device_dataset_specs`."""
     head, *ops = spec
     ds: Dataset[Any]
-    if head[0] == "mix":
-        ds = fn.mix([build_device_dataset(p) for p in head[1]], head[2])
-    elif head[0] == "concatenate":
-        ds = fn.concatenate([build_device_dataset(p) for p in head[1]])
-    else:
+    if head[0] in DEVICE_SOURCES:
         ds = device_source(head[0], head[1])
+    else:
+        ds = build_head(head, build_device_dataset, "dataset", DEVICE)
     for op in ops:
         ds = apply_op(op, ds, DEVICE)
     return ds

@@ -1,12 +1,14 @@
 """Random pipelines for property tests: specs that hypothesis can generate, shrink and print.
 
 A spec is a plain tuple, e.g. `(("range", 10), ("seed", 3), ("shuffle", None),
-("batch", 4, False))`: a head (`range`, `mix` or `concatenate` of sub-specs)
-then stages. The stages are those that declare `random_stage` in their own
-modules (`grainfn._src.core.random_stage`), found by `declared_kinds`; each
-stage's spec holds the values of its arguments, drawn by their kinds
-(`ARGUMENTS`). `build_dataset` and `build_stream` turn a spec into grainfn
-values; the stage functions are module-level, so built pipelines pickle.
+("batch", 4, False))`: a head (a leaf such as `range`, or a stage that
+combines sub-specs, such as `("mix", parts, weights)`) then stages. The
+stages and the combining heads are those that declare `random_stage` in their
+own modules (`grainfn._src.core.random_stage`), found by `declared_kinds` and
+`declared_heads`; each spec holds the values of its arguments, drawn by their
+kinds (`ARGUMENTS`; a head's components and weights by `sample_head`).
+`build_dataset` and `build_stream` turn a spec into grainfn values; the stage
+functions are module-level, so built pipelines pickle.
 """
 
 from __future__ import annotations
@@ -177,6 +179,16 @@ ARGUMENTS: dict[ArgumentKind, Argument] = {
 }
 """How each kind of argument a stage's `random_stage` names is drawn and resolved."""
 
+COMPONENT_KINDS = frozenset({ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS})
+"""The kinds of a head's arguments drawn from its components (`sample_head`), not `ARGUMENTS`."""
+
+
+def _weights(count: int) -> st.SearchStrategy[tuple[float, ...] | None]:
+    """None, or one weight in [0.1, 5] for each of `count` components."""
+    return st.one_of(
+        st.none(), st.lists(st.floats(0.1, 5.0), min_size=count, max_size=count).map(tuple)
+    )
+
 
 def declared_stages(level: Level) -> list[tuple[type[Any], RandomStage]]:
     """Every stage class of grainfn at `level` with each `random_stage` it declares itself.
@@ -209,6 +221,8 @@ def declared_kinds(
 ) -> dict[str, RandomStage]:
     """The stages random pipelines draw at `level`, from their declarations, by name.
 
+    Heads, which combine pipelines, are `declared_heads`.
+
     Args:
         functions: The element functions: a stage whose arguments they do not
             allow (an empty table) is left out.
@@ -222,13 +236,57 @@ def declared_kinds(
         >>> "take_while" in declared_kinds(grain_only=True)
         False
     """
+    return _drawn(functions, level, grain_only, on_device, heads=False)
+
+
+def declared_heads(
+    functions: Functions = INTEGERS,
+    level: Level = "dataset",
+    grain_only: bool = False,
+    on_device: bool = False,
+) -> dict[str, RandomStage]:
+    """The stages random pipelines draw at `level` as a spec's head, combining sub-specs.
+
+    They are the declarations with a `COMPONENTS` argument (`RandomStage.combines`);
+    the arguments are those of `declared_kinds`.
+
+    Examples:
+        >>> sorted(declared_heads(level="dataset")), sorted(declared_heads(level="stream"))
+        (['concatenate', 'mix'], ['mix'])
+    """
+    return _drawn(functions, level, grain_only, on_device, heads=True)
+
+
+def _drawn(
+    functions: Functions, level: Level, grain_only: bool, on_device: bool, heads: bool
+) -> dict[str, RandomStage]:
+    """The declarations at `level` that these functions and filters let in: heads, or not."""
     return {
         stage.name: stage
         for kind, stage in declared_stages(level)
-        if (stage.in_grain or not grain_only)
+        if stage.combines == heads
+        and (stage.in_grain or not grain_only)
         and (not on_device or kind.device_program is not Dataset.device_program)
-        and all(ARGUMENTS[argument].allowed(functions) for argument in stage.kinds())
+        and all(ARGUMENTS[argument].allowed(functions) for argument in _drawn_kinds(stage))
     }
+
+
+def _drawn_kinds(stage: RandomStage) -> list[ArgumentKind]:
+    """The kinds of `stage`'s arguments that `ARGUMENTS` draws (not its components')."""
+    return [kind for kind in stage.kinds() if kind not in COMPONENT_KINDS]
+
+
+def _declared(level: Level, name: str, heads: bool) -> RandomStage:
+    """The stage (or the head) that declares `name` at `level`.
+
+    Raises:
+        ValueError: for a name no such declaration has, naming those that do.
+    """
+    stages = {stage.name: stage for _, stage in declared_stages(level) if stage.combines == heads}
+    if name not in stages:
+        what = "head" if heads else "stage"
+        raise ValueError(f"No {level} {what} declares {name!r}; those that do: {sorted(stages)}.")
+    return stages[name]
 
 
 def sample_op(
@@ -240,32 +298,116 @@ def sample_op(
     return (name, *(value for drawn in values for value in drawn))
 
 
+def sample_head(
+    draw: Draw,
+    heads: Mapping[str, RandomStage],
+    components: st.SearchStrategy[tuple[Any, ...]],
+    functions: Functions = INTEGERS,
+) -> tuple[Any, ...]:
+    """A head spec `(name, *values)` of one of `heads` (from `declared_heads`), its values drawn.
+
+    Its `COMPONENTS` are 1 to 3 specs drawn from `components`, its
+    `OPTIONAL_WEIGHTS` None or one weight per component, and any other argument
+    is drawn as a stage's is.
+    """
+    name = draw(st.sampled_from(sorted(heads)))
+    values: list[Any] = []
+    parts: tuple[Any, ...] = ()
+    for kind in heads[name].kinds():
+        if kind is ArgumentKind.COMPONENTS:
+            parts = tuple(draw(st.lists(components, min_size=1, max_size=3)))
+            values.append(parts)
+        elif kind is ArgumentKind.OPTIONAL_WEIGHTS:
+            values.append(draw(_weights(len(parts))))
+        else:
+            values.extend(draw(ARGUMENTS[kind].values(functions)))
+    return (name, *values)
+
+
+def _width(kind: ArgumentKind) -> int:
+    """How many values a spec holds for an argument of `kind`."""
+    return 1 if kind in COMPONENT_KINDS else ARGUMENTS[kind].width
+
+
+def _held(stage: RandomStage, spec: tuple[Any, ...]) -> list[tuple[ArgumentKind, tuple[Any, ...]]]:
+    """Each of `stage`'s argument kinds with the values `spec` holds for it, in order.
+
+    Raises:
+        ValueError: where `spec` holds another number of values than the kinds take.
+    """
+    name, *values = spec
+    widths = [_width(kind) for kind in stage.kinds()]
+    if len(values) != sum(widths):
+        each = ", ".join(f"{kind.value}: {width}" for kind, width in zip(stage.kinds(), widths))
+        raise ValueError(
+            f"The spec {spec!r} must hold {sum(widths)} values after its name, by the "
+            f"kinds of {name!r}'s arguments ({each or 'none'})."
+        )
+    held = []
+    for kind, width in zip(stage.kinds(), widths):
+        held.append((kind, tuple(values[:width])))
+        values = values[width:]
+    return held
+
+
+def _call(stage: RandomStage, resolved: list[Any], data: tuple[Any, ...]) -> Any:
+    """`stage`'s function of grainfn.fn called on its resolved arguments, `data` after them."""
+    positional, keywords = resolved[: len(stage.arguments)], resolved[len(stage.arguments) :]
+    named = {keyword: value for (keyword, _), value in zip(stage.keywords, keywords)}
+    return getattr(fn, stage.function)(*positional, *data, **named)
+
+
 def apply_op(op: tuple[Any, ...], data: Any, functions: Functions = INTEGERS) -> Any:
     """`data` through the stage of a spec from `sample_op`, found by its name at `data`'s level.
 
     Raises:
         ValueError: for a name no stage at that level declares, naming those that do.
     """
-    name, *values = op
     level: Level = "stream" if isinstance(data, Stream) else "dataset"
-    stages = {stage.name: stage for _, stage in declared_stages(level)}
-    if name not in stages:
-        raise ValueError(f"No {level} stage declares {name!r}; those that do: {sorted(stages)}.")
-    stage = stages[name]
-    arguments = [ARGUMENTS[kind] for kind in stage.kinds()]
-    if len(values) != sum(argument.width for argument in arguments):
-        widths = ", ".join(f"{k.value}: {a.width}" for k, a in zip(stage.kinds(), arguments))
-        raise ValueError(
-            f"The spec {op!r} must hold {sum(a.width for a in arguments)} values after its "
-            f"name, by the kinds of {name!r}'s arguments ({widths or 'none'})."
-        )
+    stage = _declared(level, op[0], heads=False)
+    resolved = [
+        ARGUMENTS[kind].resolve(values, functions, data) for kind, values in _held(stage, op)
+    ]
+    return _call(stage, resolved, (data,))
+
+
+def build_head(
+    head: tuple[Any, ...],
+    build: Callable[[tuple[Any, ...]], Any],
+    level: Level,
+    functions: Functions = INTEGERS,
+) -> Any:
+    """The pipeline of a head spec from `sample_head`, each component built by `build`.
+
+    Raises:
+        ValueError: for a name no head at `level` declares, naming those that do.
+    """
+    stage = _declared(level, head[0], heads=True)
     resolved = []
-    for argument in arguments:
-        resolved.append(argument.resolve(tuple(values[: argument.width]), functions, data))
-        values = values[argument.width :]
-    positional, keywords = resolved[: len(stage.arguments)], resolved[len(stage.arguments) :]
-    named = {keyword: value for (keyword, _), value in zip(stage.keywords, keywords)}
-    return getattr(fn, stage.function)(*positional, data, **named)
+    for kind, values in _held(stage, head):
+        if kind is ArgumentKind.COMPONENTS:
+            resolved.append([build(part) for part in values[0]])
+        elif kind is ArgumentKind.OPTIONAL_WEIGHTS:
+            resolved.append(values[0])
+        else:
+            resolved.append(ARGUMENTS[kind].resolve(values, functions, None))
+    return _call(stage, resolved, ())
+
+
+def components_of(head: tuple[Any, ...], level: Level = "dataset") -> tuple[Any, ...]:
+    """The specs a head spec combines (its `COMPONENTS`); none for a leaf such as `range`.
+
+    Examples:
+        >>> components_of(("mix", ((("range", 2),), (("range", 3),)), None))
+        ((('range', 2),), (('range', 3),))
+        >>> components_of(("range", 2))
+        ()
+    """
+    heads = {stage.name: stage for _, stage in declared_stages(level) if stage.combines}
+    if head[0] not in heads:
+        return ()
+    held = dict(_held(heads[head[0]], head))
+    return tuple(held[ArgumentKind.COMPONENTS][0])
 
 
 @st.composite
@@ -288,28 +430,18 @@ def dataset_specs(
 ) -> tuple[Any, ...]:
     """Specs of random map-level pipelines; some are invalid (e.g. batch after filter).
 
-    Their stages are the declared map-level stages Grain has too (`in_grain`):
-    the differential tests build every spec with Grain as well.
+    Their stages and heads are the declared map-level ones Grain has too
+    (`in_grain`): the differential tests build every spec with Grain as well.
 
-    Each leaf is `fn.range` of 1 to 40 integers, or a dataset drawn from
-    `sources`, held in the spec as `("source", dataset)`.
+    A head combines 1 to 3 sub-specs (`declared_heads`: mix, concatenate) one
+    time in five while `depth` allows; each leaf is `fn.range` of 1 to 40
+    integers, or a dataset drawn from `sources`, held in the spec as
+    `("source", dataset)`.
     """
-    if depth > 0 and draw(st.integers(0, 4)) == 0:
-        kind = draw(st.sampled_from(["mix", "concatenate"]))
+    heads = declared_heads(functions, "dataset", grain_only=True)
+    if depth > 0 and heads and draw(st.integers(0, 4)) == 0:
         part = dataset_specs(depth=depth - 1, functions=functions, sources=sources)
-        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
-        if kind == "mix":
-            weights = draw(
-                st.one_of(
-                    st.none(),
-                    st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(
-                        tuple
-                    ),
-                )
-            )
-            head: tuple[Any, ...] = ("mix", parts, weights)
-        else:
-            head = ("concatenate", parts)
+        head: tuple[Any, ...] = sample_head(draw, heads, part, functions)
     elif sources is not None:
         head = ("source", draw(sources))
     else:
@@ -327,10 +459,8 @@ def build_dataset(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Dat
         ds = fn.range(head[1])
     elif head[0] == "source":
         ds = head[1]
-    elif head[0] == "mix":
-        ds = fn.mix([build_dataset(p, functions) for p in head[1]], head[2])
     else:
-        ds = fn.concatenate([build_dataset(p, functions) for p in head[1]])
+        ds = build_head(head, lambda part: build_dataset(part, functions), "dataset", functions)
     for op in ops:
         ds = apply_op(op, ds, functions)
     return ds
@@ -357,19 +487,14 @@ def stream_specs(
 ) -> tuple[Any, ...]:
     """Specs of finite streams; with `grain_only`, of stages Grain has too.
 
-    `(("stream", dataset_spec, allow_nones), *stream_ops)` or a mix of stream
-    specs with optional weights, followed by stream stages.
+    `(("stream", dataset_spec, allow_nones), *stream_ops)`, or a head that
+    combines stream specs (`declared_heads` at the stream level: a mix with
+    optional weights), followed by stream stages.
     """
-    if depth > 0 and draw(st.integers(0, 3)) == 0:
+    heads = declared_heads(functions, "stream", grain_only)
+    if depth > 0 and heads and draw(st.integers(0, 3)) == 0:
         part = stream_specs(depth - 1, functions, sources, grain_only)
-        parts = tuple(draw(st.lists(part, min_size=1, max_size=3)))
-        weights = draw(
-            st.one_of(
-                st.none(),
-                st.lists(st.floats(0.1, 5.0), min_size=len(parts), max_size=len(parts)).map(tuple),
-            )
-        )
-        head: tuple[Any, ...] = ("mix", parts, weights)
+        head: tuple[Any, ...] = sample_head(draw, heads, part, functions)
     else:
         base_specs = dataset_specs(depth=1, functions=functions, sources=sources)
         base = draw(base_specs.filter(lambda s: not _infinite(s)))
@@ -381,21 +506,28 @@ def stream_specs(
 
 
 def _infinite(spec: tuple[Any, ...]) -> bool:
-    head = spec[0]
+    """Whether a dataset spec may be endless: a repeat without epochs, or an endless component."""
+    head, *ops = spec
     return (
-        any(op[0] == "repeat" and op[1] is None for op in spec[1:])
-        or (head[0] in ("mix", "concatenate") and any(_infinite(p) for p in head[1]))
+        any(_endless(op) for op in ops)
+        or any(_infinite(part) for part in components_of(head))
         or (head[0] == "source" and head[1].length >= INFINITE)
     )
+
+
+def _endless(op: tuple[Any, ...]) -> bool:
+    """Whether a map-level stage's spec holds no number of epochs (`OPTIONAL_EPOCHS` None)."""
+    held = _held(_declared("dataset", op[0], heads=False), op)
+    return any(kind is ArgumentKind.OPTIONAL_EPOCHS and values == (None,) for kind, values in held)
 
 
 def build_stream(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Stream:
     """The grainfn stream of a spec from `stream_specs`, its functions from `functions`."""
     head, *ops = spec
-    if head[0] == "mix":
-        stream = fn.mix([build_stream(p, functions) for p in head[1]], head[2])
-    else:
+    if head[0] == "stream":
         stream = fn.from_dataset(build_dataset(head[1], functions), allow_nones=head[2])
+    else:
+        stream = build_head(head, lambda part: build_stream(part, functions), "stream", functions)
     for op in ops:
         stream = apply_op(op, stream, functions)
     return stream
