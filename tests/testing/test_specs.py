@@ -17,6 +17,7 @@ from grainfn._src.core.reading import iterate
 from grainfn._src.core.stream import Stream
 from grainfn._src.stages.limit import LimitedStream
 from grainfn._src.stages.mix import MixedDataset
+from grainfn._src.stages.zip import ZippedDataset
 from grainfn._src.testing.device_specs import DEVICE, build_device_dataset, device_dataset_specs
 from grainfn._src.testing.specs import (
     ARGUMENTS,
@@ -82,6 +83,9 @@ LEAVES = {"dataset": (("range", 5),), "stream": (("stream", (("range", 5),), Fal
 """The simplest spec of each level, for a head's components."""
 
 BUILDERS = {"dataset": build_dataset, "stream": build_stream}
+
+ONCE = settings(database=None, phases=[Phase.generate], max_examples=2000)
+"""Settings of `find`: generated afresh, never from a database."""
 
 
 def test_every_kind_of_argument_is_drawn_and_resolved() -> None:
@@ -233,9 +237,9 @@ def test_the_heads_of_each_strategy_are_mix_and_concatenate_and_a_stream_mix() -
 def test_a_mix_draws_one_weight_per_component_or_none() -> None:
     mix = declared_heads()["mix"]
     heads = st.composite(lambda draw: sample_head(draw, {"mix": mix}, st.just(LEAVES["dataset"])))()
-    weighted = find(heads, lambda head: head[2] is not None and len(head[1]) == 3)
+    weighted = find(heads, lambda head: head[2] is not None and len(head[1]) == 3, settings=ONCE)
     assert len(weighted[2]) == 3 and all(0.1 <= w <= 5.0 for w in weighted[2])
-    assert find(heads, lambda head: head[2] is None)[2] is None
+    assert find(heads, lambda head: head[2] is None, settings=ONCE)[2] is None
 
 
 def test_hand_written_head_specs_build_as_before_the_registry() -> None:
@@ -275,7 +279,7 @@ def test_a_made_up_head_declared_on_its_class_is_drawn_and_built() -> None:
     drawn = find(
         dataset_specs(),
         lambda spec: spec[0][0] == "even",
-        settings=settings(database=None, phases=[Phase.generate], max_examples=2000),
+        settings=ONCE,
     )
     assert len(drawn[0]) == 2  # its components, and no weights
     built = build_dataset((drawn[0],))
@@ -284,3 +288,24 @@ def test_a_made_up_head_declared_on_its_class_is_drawn_and_built() -> None:
     del UniformMix
     gc.collect()
     assert "even" not in declared_heads()
+
+
+def test_a_head_s_other_arguments_are_drawn_and_passed_as_a_stage_s() -> None:
+    class StrictZip(ZippedDataset):
+        __module__ = "grainfn._src.stages.strict_zip"
+        random_stage = RandomStage(
+            "zip", (ArgumentKind.COMPONENTS,), (("strict", ArgumentKind.FLAG),), name="strict_zip"
+        )
+
+    stage = declared_heads(NO_FUNCTIONS)["strict_zip"]
+    ranges = st.sampled_from([(("range", 2),), (("range", 3),)])
+    heads = st.composite(lambda draw: sample_head(draw, {"strict_zip": stage}, ranges))()
+    strict = find(heads, lambda head: head[2] and len(set(head[1])) == 2, settings=ONCE)
+    with pytest.raises(ValueError, match="strict"):
+        build_head(strict, build_dataset, "dataset")
+    loose = find(heads, lambda head: not head[2] and len(set(head[1])) == 2, settings=ONCE)
+    built = build_head(loose, build_dataset, "dataset")
+    assert type(built) is ZippedDataset and built.length == 2
+    del StrictZip
+    gc.collect()
+    assert "strict_zip" not in declared_heads(NO_FUNCTIONS)

@@ -267,13 +267,12 @@ def _drawn(
         if stage.combines == heads
         and (stage.in_grain or not grain_only)
         and (not on_device or kind.device_program is not Dataset.device_program)
-        and all(ARGUMENTS[argument].allowed(functions) for argument in _drawn_kinds(stage))
+        and all(
+            ARGUMENTS[argument].allowed(functions)
+            for argument in stage.kinds()
+            if argument not in COMPONENT_KINDS
+        )
     }
-
-
-def _drawn_kinds(stage: RandomStage) -> list[ArgumentKind]:
-    """The kinds of `stage`'s arguments that `ARGUMENTS` draws (not its components')."""
-    return [kind for kind in stage.kinds() if kind not in COMPONENT_KINDS]
 
 
 def _declared(level: Level, name: str, heads: bool) -> RandomStage:
