@@ -2,10 +2,10 @@
 
 Like `grainfn._src.testing.specs`, a spec is a tuple of plain values that
 hypothesis shrinks and prints; `build_device_dataset` turns one into a
-dataset. The heads cover the device's sources (range, rows of int32, int8,
-uint8 and bfloat16, dicts of rows, lists and tuples of items), and the stages
-every declared stage (`random_stage`) with a device form, endless repeats and
-shared-draw random_maps included.
+dataset. The leaves cover the device's sources (range, rows of int32, int8,
+uint8 and bfloat16, dicts of rows, lists and tuples of items), and the heads
+and stages every declared one (`random_stage`) with a device form, endless
+repeats and shared-draw random_maps included.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from grainfn._src.testing.specs import (
 )
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
-"""Device heads: `range`; a source of rows of a dtype; a dict of two row arrays; a list or
-tuple of items (arrays of shape (2,), stacked on device)."""
+"""The leaves of device specs: `range`; a source of rows of a dtype; a dict of two row
+arrays; a list or tuple of items (arrays of shape (2,), stacked on device)."""
 
-PLAIN_HEADS = ("range", "int32")
-"""Heads whose elements are integers the element functions (map, map_with_index,
+PLAIN_LEAVES = ("range", "int32")
+"""Leaves whose elements are integers the element functions (map, map_with_index,
 random_map) take, with the same results on host and device."""
 
 
@@ -61,7 +61,7 @@ def device_dataset_specs(
         head = (leaf_kind, draw(st.integers(1, 40)))
     # Inside a head no map_with_index: its index is the position dtype (int32 or int64),
     # which would promote an int32 source's rows in one component only.
-    op = device_op(batch, elements=leaf_kind in PLAIN_HEADS, with_index=head_kind is None)
+    op = device_op(batch, elements=leaf_kind in PLAIN_LEAVES, with_index=head_kind is None)
     ops = draw(st.lists(op, max_size=5))
     if draw(st.booleans()):
         ops.insert(0, ("seed", draw(seeds)))
