@@ -51,6 +51,7 @@ def table_cells(line: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
 
 
+@pytest.mark.slow
 def test_bench_prints_one_table_a_summary_and_writes_the_markdown(tmp_path) -> None:
     markdown = tmp_path / "bench.md"
     suites = ["--suite", "import_time", "--suite", "array_record"]
@@ -98,6 +99,7 @@ def test_bench_prints_one_table_a_summary_and_writes_the_markdown(tmp_path) -> N
     assert "`import grainfn` <= 0.3 s (median of 5)" in text
 
 
+@pytest.mark.slow
 def test_a_suite_alone_writes_its_summary(tmp_path) -> None:
     summary_path = tmp_path / "summary.json"
     result = run("benchmarks.import_time", "--quick", "--json", str(summary_path), timeout=300)
@@ -179,6 +181,7 @@ def test_lines_of_code_leave_out_blank_lines_comments_and_docstrings(tmp_path: P
     assert code_lines(module) == 3  # X = 1, def f, return
 
 
+@pytest.mark.slow
 def test_every_suite_takes_its_config_shape_from_the_harness(runner) -> None:
     code = (
         "import importlib, json, sys\n"

@@ -70,6 +70,7 @@ def _mkdocs_config() -> dict:
     return yaml.safe_load((ROOT / "mkdocs.yml").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("page", "module"), sorted(API_PAGES.items()))
 def test_api_page_documents_every_public_name(site: Path, page: str, module: str) -> None:
     mod = importlib.import_module(module)

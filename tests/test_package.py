@@ -14,6 +14,7 @@ import pytest
 from grainfn.__main__ import main
 
 
+@pytest.mark.slow
 def test_demo_runs_and_resumes_identically(capsys) -> None:
     assert main(["demo", "--size", "900", "--batch-size", "16", "--no-progress"]) == 0
     out = capsys.readouterr().out
@@ -30,6 +31,7 @@ def test_demo_runs_and_resumes_identically(capsys) -> None:
     assert "restore" in out and "save()" in out
 
 
+@pytest.mark.slow
 def test_demo_exits_with_1_when_the_runs_differ(capsys, monkeypatch) -> None:
     from grainfn._src.demo import data
 
@@ -49,6 +51,7 @@ def test_demo_exits_with_1_when_the_runs_differ(capsys, monkeypatch) -> None:
     assert "Result: DIFFERENT from the uninterrupted run" in out
 
 
+@pytest.mark.slow
 def test_command_line_entry_point(tmp_path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "grainfn", "demo", "--size", "300", "--no-progress"],

@@ -10,6 +10,7 @@ be missing.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,3 +55,49 @@ def test_every_module_has_a_test_file_at_its_path() -> None:
     assert not missing, (
         f"{len(missing)} modules have no test file at their path:\n  " + "\n  ".join(missing)
     )
+
+
+def fast_tests(test_file: Path) -> list[str]:
+    """The test functions of `test_file` that the quick loop runs (not marked slow).
+
+    Examples:
+        >>> "test_the_rule_finds_the_modules_and_their_test_files" in fast_tests(
+        ...     Path(__file__)
+        ... )
+        True
+    """
+    tree = ast.parse(test_file.read_text())
+    if any(_marks_slow(node) for node in tree.body if isinstance(node, ast.Assign)):
+        return []  # a module-level pytestmark = pytest.mark.slow
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            if not any(_marks_slow(decorator) for decorator in node.decorator_list):
+                found.append(node.name)
+        elif isinstance(node, ast.Assign) and _is_test_name(node):
+            found += [target.id for target in node.targets if isinstance(target, ast.Name)]
+    return found
+
+
+def test_every_modules_test_file_keeps_a_fast_test() -> None:
+    """`pytest -m "not slow"` runs some test of every module: the quick loop covers them all."""
+    only_slow = [
+        same_path_test(module).relative_to(ROOT).as_posix()
+        for module in modules()
+        if same_path_test(module).is_file() and not fast_tests(same_path_test(module))
+    ]
+    assert not only_slow, (
+        "These test files hold only slow tests, so the quick loop misses their module; "
+        "give each a fast test of the module's own functions:\n  " + "\n  ".join(only_slow)
+    )
+
+
+def _marks_slow(node: ast.AST) -> bool:
+    return "mark.slow" in ast.unparse(node)
+
+
+def _is_test_name(node: ast.Assign) -> bool:
+    """`test_x = conformance.conforms(...)`: a test made by a function call."""
+    return any(isinstance(t, ast.Name) and t.id.startswith("test") for t in node.targets)

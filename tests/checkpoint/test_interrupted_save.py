@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import orbax.checkpoint as ocp
+import pytest
 
 import grainfn as grain
 import grainfn.checkpoint
@@ -75,6 +76,7 @@ def dataset() -> grain.IterDataset:
     return grain.MapDataset.range(100).seed(5).shuffle().to_iter_dataset().batch(4)
 
 
+@pytest.mark.slow
 def test_a_save_killed_midway_leaves_the_last_complete_step(tmp_path: Path) -> None:
     root = tmp_path / "checkpoints"
     held = tmp_path / "step 2 held"

@@ -36,6 +36,7 @@ def test_synthetic_images_refuse_an_index_out_of_range() -> None:
         data.SyntheticImages(size=10, seed=0)[10]
 
 
+@pytest.mark.slow
 def test_pipeline_batches_do_not_depend_on_the_number_of_workers(files) -> None:
     def digests(workers: int) -> list[str]:
         with iter(data.pipeline(files, 8, 5, workers)) as batches:

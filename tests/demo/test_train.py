@@ -11,6 +11,7 @@ from grainfn._src.demo import data, train
 from grainfn._src.demo.train import Log, Step
 
 
+@pytest.mark.slow
 def test_orbax_checkpoint_restores_params_and_data_position(files, tmp_path) -> None:
     params = train.init_params(0)
     seen: list[Step] = []

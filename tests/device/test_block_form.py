@@ -56,6 +56,7 @@ def addressable_steps(ds: Any, start: int, count: int) -> int:
     return count
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(
     ds=testing.device_datasets(),
@@ -84,6 +85,7 @@ def test_scan_gives_the_steps_elements_and_state_for_any_block(
             assert jds.host_state(stacked_after) == host_state
 
 
+@pytest.mark.slow
 def test_the_state_is_exact_after_every_step_whatever_the_block() -> None:
     ds = fn.batch(3, fn.shuffle(fn.source(np.arange(21, dtype=np.float32)), seed=2))
     jds = fn.to_jax(ds)  # 7 batches per epoch
@@ -104,6 +106,7 @@ def test_no_steps_give_the_carry_the_state_and_empty_ys() -> None:
     assert ys["x"].shape == (0, 2, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_blocks_cross_the_boundaries_of_endless_and_32_bit_states(x64: bool) -> None:
     with jax.enable_x64(x64):

@@ -46,6 +46,7 @@ def later_epochs(length: int, draw_offsets: list[int]) -> list[int]:
     return first + [p for p in later if p < 2**31 - 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @settings(max_examples=15, deadline=None)
 @given(ds=testing.device_datasets(), offsets=st.lists(st.integers(0, 10**6), max_size=6))
@@ -90,6 +91,7 @@ def scan_equals_host_iteration(ds: Any) -> None:
     assert fn.state_to_dict(jds, state) == fn.state_to_dict(jds, iterator.state)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(ds=testing.device_datasets(), data=st.data())
 def test_states_move_host_to_device_to_host_at_any_position(ds: Any, data: Any) -> None:
@@ -121,6 +123,7 @@ def states_round_trip(ds: Any, data: Any) -> None:
     )
 
 
+@pytest.mark.slow
 def test_fori_loop_vmap_and_a_dataset_passed_into_jit() -> None:
     ds = fn.batch(4, fn.shuffle(fn.source(np.arange(40, dtype=np.float32)), seed=3))
     jds = fn.to_jax(ds)
@@ -142,6 +145,7 @@ def test_fori_loop_vmap_and_a_dataset_passed_into_jit() -> None:
     np.testing.assert_array_equal(jds.get_many(positions.reshape(2, 2))[1, 1], jds.get(12345))
 
 
+@pytest.mark.slow
 def test_sources_of_jax_arrays_and_dicts_of_arrays() -> None:
     images = jnp.arange(30, dtype=jnp.float32).reshape(10, 3)
     labels = np.arange(10, dtype=np.int32) % 3
@@ -151,6 +155,7 @@ def test_sources_of_jax_arrays_and_dicts_of_arrays() -> None:
     assert_same_elements(fn.to_jax(single).get_many(jnp.arange(13)), single.get_many(range(13)))
 
 
+@pytest.mark.slow
 def test_random_map_draws_depend_on_seed_and_position_alone() -> None:
     def noisy(x: Any, key: Any) -> Any:
         return x + jax.random.randint(key, (), 0, 10**6, dtype=jnp.int32)
@@ -238,6 +243,7 @@ def test_a_map_dataset_of_the_grain_api_compiles_too() -> None:
         fn.to_jax(ds.to_iter_dataset())
 
 
+@pytest.mark.slow
 def test_random_map_seeds_past_32_bits_give_the_same_keys_in_both_modes() -> None:
     ds = fn.random_map(
         lambda x, key: jax.random.key_data(key), fn.range(3), seed=893247023984, rng="jax"
@@ -318,6 +324,7 @@ def raw_bits(x: Any, key: Any) -> Any:
     return jax.random.bits(key, (3,), jnp.uint32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("impl", ["threefry2x32", "rbg", "unsafe_rbg"])
 def test_random_map_draws_depend_on_the_position_alone_whatever_the_prng_setting(
     impl: str,

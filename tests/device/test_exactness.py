@@ -27,6 +27,7 @@ def assert_device_equals_host(ds: Any, positions: list[int]) -> None:
     np.testing.assert_array_equal(np.asarray(device), np.asarray(host))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_the_overflow_cases_of_the_issue_are_exact(x64: bool) -> None:
     with jax.enable_x64(x64):
@@ -38,6 +39,7 @@ def test_the_overflow_cases_of_the_issue_are_exact(x64: bool) -> None:
         assert_device_equals_host(fn.shuffle(fn.range(2**31 - 10), seed=4), second_epoch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_batches_of_a_mix_reach_positions_past_32_bits_exactly(x64: bool) -> None:
     with jax.enable_x64(x64):
@@ -59,6 +61,7 @@ def test_what_32_bits_cannot_hold_is_refused_naming_x64() -> None:
         assert_device_equals_host(fn.shuffle(fn.range(2**33), seed=0), [0, 2**33 + 5, 2**62])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     lengths=st.lists(st.integers(1, 2**31), min_size=1, max_size=3),
@@ -116,6 +119,7 @@ def scan_from(ds: Any, start: int, steps: int) -> None:
     assert fn.state_to_dict(jds, iterator.state) == fn.state_to_dict(jds, after)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 @pytest.mark.parametrize("start", [2**31 - 3, 2**32 - 3])
 def test_steps_across_2_to_the_31_and_32_are_exact(x64: bool, start: int) -> None:
@@ -126,6 +130,7 @@ def test_steps_across_2_to_the_31_and_32_are_exact(x64: bool, start: int) -> Non
         scan_from(fn.batch(4, fn.repeat(None, fn.shuffle(fn.range(10), seed=3))), start, 6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_an_endless_language_model_mix_runs_exactly_in_both_modes(x64: bool) -> None:
     corpora = [fn.shuffle(fn.range(n), seed=n) for n in (1000, 300, 70)]
@@ -147,6 +152,7 @@ def test_a_range_past_int32_is_exact_by_position_and_refused_by_step() -> None:
         scan_from(fn.range(2**31 + 5), 2**31 + 4, 3)  # into epoch 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_wide_arithmetic_splits_by_lengths_past_32_bits(x64: bool) -> None:
     # A finite stage longer than 2**32: its offsets are pairs of words in 32-bit mode.

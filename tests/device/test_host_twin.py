@@ -91,6 +91,7 @@ def assert_bitwise_equal(device: list[Any], host: list[Any]) -> None:
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 @pytest.mark.parametrize("batch", [16, 3, None])
 def test_the_host_twin_gives_steps_floats_bit_for_bit(name: str, batch: int | None) -> None:
@@ -102,6 +103,7 @@ def test_the_host_twin_gives_steps_floats_bit_for_bit(name: str, batch: int | No
     assert_bitwise_equal(device_steps(jds, count), host)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [(2, 16), (4, 2), (3, 1)])
 def test_batches_of_batches_match_at_every_width(sizes: tuple[int, int]) -> None:
     """XLA rounds a reduction under a vmap of up to 4 rows unlike under a wider one."""
@@ -116,6 +118,7 @@ def test_batches_of_batches_match_at_every_width(sizes: tuple[int, int]) -> None
         assert_bitwise_equal(device_steps(jds, count), host)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [16, 3])
 def test_every_device_form_matches_the_twin_for_elementwise_functions(batch: int) -> None:
     """steps, get_many and step_rows vmap the functions over other shapes than step: the same
@@ -135,6 +138,7 @@ def test_every_device_form_matches_the_twin_for_elementwise_functions(batch: int
     assert_bitwise_equal([np.concatenate([jax.device_get(rows) for rows, _ in shards])], host[:1])
 
 
+@pytest.mark.slow
 def test_a_map_of_whole_batches_and_a_64_bit_run_match_too() -> None:
     batches = fn.map(standardize, fn.batch(8, fn.map(affine, fn.source(ROWS))))
     jds = fn.to_jax(batches)
@@ -145,6 +149,7 @@ def test_a_map_of_whole_batches_and_a_64_bit_run_match_too() -> None:
         assert_bitwise_equal(device_steps(wide, 8), host)
 
 
+@pytest.mark.slow
 def test_a_run_moved_from_device_to_host_and_back_keeps_its_images_bitwise() -> None:
     ds = fn.batch(
         16,
@@ -161,6 +166,7 @@ def test_a_run_moved_from_device_to_host_and_back_keeps_its_images_bitwise() -> 
     assert_bitwise_equal(device[9:], device_steps(jds, 3, back))
 
 
+@pytest.mark.slow
 def test_host_workers_read_the_twin_bitwise_in_their_own_processes() -> None:
     jds = fn.to_jax(fn.batch(16, fn.random_map(noisy, fn.source(ROWS), seed=3, rng="jax")))
     workers = fn.mp_prefetch(2, jds.stream, adaptive=False)  # every block read by a worker
@@ -183,6 +189,7 @@ def test_the_twin_reads_as_the_repeated_dataset_and_far_epochs() -> None:
     np.testing.assert_allclose(far, ds.get(position), rtol=1e-6)  # the host's, to rounding
 
 
+@pytest.mark.slow
 def test_a_compiled_stage_reads_any_block_and_pickles_without_its_program() -> None:
     jds = fn.to_jax(fn.random_map(noisy, fn.source(ROWS), seed=3, rng="jax"))
     stage = next(node for node in walk(jds.stream) if isinstance(node, CompiledStage))

@@ -84,6 +84,7 @@ def host_twin_batches(jds: Any, steps: int) -> list[Any]:
     return batches
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(ds=testing.device_datasets(), num_shards=st.sampled_from([1, 2, 4]))
 def test_the_shards_rows_stack_into_the_hosts_batches(ds: Any, num_shards: int) -> None:
@@ -110,6 +111,7 @@ def test_the_shards_rows_stack_into_the_hosts_batches(ds: Any, num_shards: int) 
             state = stepped
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True], ids=["32-bit", "64-bit"])
 def test_rows_past_2_to_the_32_are_exact(x64: bool) -> None:
     corpora = [fn.repeat(None, fn.shuffle(fn.range(n), seed=n)) for n in (1000, 70)]
@@ -127,6 +129,7 @@ def test_rows_past_2_to_the_32_are_exact(x64: bool) -> None:
                 assert jds.host_state(after) == DatasetPosition(position + 1)
 
 
+@pytest.mark.slow
 def test_traced_shards_under_vmap_and_jit() -> None:
     ds = RUN.pipelines()["shuffled"]
     jds = fn.to_jax(ds)
@@ -294,6 +297,7 @@ def assert_device_rows(
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", ["shuffled", "mix"])
 def test_four_devices_jit_with_shardings_holds_each_devices_rows(
     four_devices: dict[str, Any], host_batches: dict[str, list[Any]], pipeline: str
@@ -346,6 +350,7 @@ def test_a_state_from_four_devices_resumes_on_fewer(
         assert out["state"] == step + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pipeline", ["shuffled", "mix"])
 def test_two_processes_hold_their_devices_rows_of_the_global_batch(
     two_processes: list[dict[str, Any]], host_batches: dict[str, list[Any]], pipeline: str

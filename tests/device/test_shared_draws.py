@@ -22,6 +22,7 @@ def augmented(length: int = 40) -> Any:
     return fn.batch(4, noisy, drop_remainder=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True])
 def test_host_draws_equal_the_device_draws_in_any_epoch(x64: bool) -> None:
     ds = augmented()
@@ -41,6 +42,7 @@ def test_endless_stage_draws_match_past_32_bits() -> None:
     assert int(jds.step(_)[0]) == ds.get(2**32)
 
 
+@pytest.mark.slow
 def test_a_run_stopped_on_device_goes_on_with_two_host_workers() -> None:
     ds = augmented()
     jds = fn.to_jax(ds)

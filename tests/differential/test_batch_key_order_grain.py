@@ -88,6 +88,7 @@ def test_batched_dicts_have_grains_key_order(
     assert_same_batches(ours, theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("absl_flags_parsed")
 @settings(max_examples=2)
 @given(templates(), st.integers(1, 3))

@@ -36,6 +36,7 @@ def read(loader: Any, limit: int = LIMIT) -> list[Any]:
     return list(itertools.islice(iter(loader), limit))
 
 
+@pytest.mark.slow
 @settings(max_examples=120)
 @given(loader_specs())
 def test_same_elements_as_grain(spec: tuple[Any, ...]) -> None:

@@ -123,6 +123,7 @@ def has_infinite_stage(ds: Any) -> bool:
     return ds.length >= sys.maxsize or any(has_infinite_stage(p) for p in ds.parents)
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(dataset_specs())
 def test_random_pipelines_match_grain(spec: tuple[Any, ...]) -> None:

@@ -89,6 +89,7 @@ class OurDouble(grainfn.transforms.Map):
         return 2 * x
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("absl_flags_parsed")
 @pytest.mark.parametrize("taken", [0, 7, 8])  # 8: a round of both workers complete
 def test_a_state_of_grains_workers_continues_where_its_order_is_grainfns(taken: int) -> None:
@@ -105,6 +106,7 @@ def test_a_state_of_grains_workers_continues_where_its_order_is_grainfns(taken: 
         ours.close()
 
 
+@pytest.mark.slow
 @given(loader_specs(), st.integers(0, 12))
 def test_a_state_written_for_grains_loader_continues_as_grain_would(
     spec: tuple[Any, ...], taken: int
@@ -125,6 +127,7 @@ def test_a_state_written_for_grains_loader_continues_as_grain_would(
     assert_same_elements(list(itertools.islice(restored, LIMIT)), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("absl_flags_parsed")
 @pytest.mark.parametrize("taken", [0, 7, 8])
 def test_a_state_written_for_grains_workers_continues_in_grain(taken: int) -> None:
@@ -149,6 +152,7 @@ def test_a_state_grain_would_read_in_another_order_is_not_written() -> None:
     assert json.loads(ours.grain_state(worker_count=1))["last_seen_indices"] == {"0": 4}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("absl_flags_parsed")
 def test_a_state_of_grains_workers_batching_their_own_records_is_refused() -> None:
     theirs = iter(sharded_loader(grain, [grain.transforms.Batch(2)], workers=2))

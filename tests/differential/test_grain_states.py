@@ -213,6 +213,7 @@ def test_a_stage_whose_grain_state_does_not_determine_ours_is_named() -> None:
         iter(ds).set_state({"position": 3})
 
 
+@pytest.mark.slow
 def test_grains_mp_prefetch_state_is_refused_saying_why() -> None:
     if not flags.FLAGS.is_parsed():  # Grain's worker processes read absl flags
         flags.FLAGS.mark_as_parsed()

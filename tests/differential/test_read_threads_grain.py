@@ -104,6 +104,7 @@ def test_one_read_thread_gives_maxtexts_records_as_grain() -> None:
     assert [b["inputs"][0, 0] for b in ours] == [0, 40, 80, 0]  # records 0, 4, 8; padding
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 1])
 def test_maxtexts_dataloader_reads_its_records_as_grain(workers: int) -> None:
     def batches(module: Any, **options: Any) -> list[Any]:
@@ -135,6 +136,7 @@ class ThreadChecked:
         return index, idx
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "num_threads"),
     [("to_iter_dataset", 16), ("to_iter_dataset", 4), ("DataLoader", 3), ("workers", 2)],

@@ -42,6 +42,7 @@ def read_grain(spec: tuple[Any, ...]) -> list[Any] | type[Exception]:
         return type(error)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(stream_specs(grain_only=True))
 def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:

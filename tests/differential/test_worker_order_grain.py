@@ -63,6 +63,7 @@ def grain_reads(spec: tuple[Any, ...]) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(stream_specs(grain_only=True), st.integers(1, 3), st.integers(1, 3))
 def test_random_pipelines_come_in_grains_worker_order(
@@ -75,6 +76,7 @@ def test_random_pipelines_come_in_grains_worker_order(
     assert ours == theirs
 
 
+@pytest.mark.slow
 def test_the_order_is_grains_not_grainfns_own() -> None:
     ds = shuffled_batches(grainfn)
     own = read(iter(ds.mp_prefetch(grainfn.MultiprocessingOptions(num_workers=2))))
@@ -98,6 +100,7 @@ def shuffled_batches(module: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("taken", [0, 3, 5])
 def test_grains_mp_prefetch_state_continues_in_grainfn(workers: int, taken: int) -> None:
@@ -110,6 +113,7 @@ def test_grains_mp_prefetch_state_continues_in_grainfn(workers: int, taken: int)
     assert read(ours) == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("taken", [0, 4])
 def test_a_state_written_for_grains_mp_prefetch_continues_in_grain(
@@ -146,6 +150,7 @@ def evenly_sharded(spec: tuple[Any, ...]) -> bool:
     return shard_length(sampler, loader.shard_options) == len(sampler) // shards
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None)
 @given(loader_specs(), st.integers(2, 3), st.integers(0, 6))
 def test_random_loaders_come_in_grains_worker_order_and_states_cross(
@@ -188,6 +193,7 @@ def filtered_batches(module: Any, workers: int, **options: Any) -> Any:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("taken", [0, 1, 2, 4])  # 4: the end
 def test_a_loader_in_grains_worker_order_crosses_states_both_ways(workers: int, taken: int) -> None:
@@ -205,6 +211,7 @@ def test_a_loader_in_grains_worker_order_crosses_states_both_ways(workers: int, 
     assert read(resumed) == expected
 
 
+@pytest.mark.slow
 def test_a_loader_state_of_another_worker_count_is_refused_saying_which() -> None:
     theirs = iter(filtered_batches(grain, 3))
     next(theirs)
@@ -231,6 +238,7 @@ def shuffled_loader(module: Any, data: list[Any], workers: int, **options: Any) 
     return module.DataLoader(data_source=data, sampler=sampler, worker_count=workers, **options)
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None)
 @given(templates(), st.integers(1, 3))
 def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int) -> None:
@@ -241,6 +249,7 @@ def test_workers_hand_over_dicts_in_grains_key_order(template: Any, workers: int
     assert_same_trees(ours, theirs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mp_prefetch", "DataLoader"])
 def test_workers_hand_over_every_kind_of_node_as_grains(kind: str) -> None:
     data = [every_kind(i) for i in range(5)]

@@ -256,6 +256,7 @@ def test_the_pipeline_filters_mixes_both_sources_and_packs(uninterrupted: list[B
     assert all(RUN.keep_b({"tokens": seq}) for seq in from_b)
 
 
+@pytest.mark.slow
 def test_host_batches_stack_into_the_uninterrupted_global_batches(
     scenario: Scenario, uninterrupted: list[Batch]
 ) -> None:
@@ -341,6 +342,7 @@ def recipe_reference(script: Path, steps: int) -> list[np.ndarray]:
     return [next(it) for _ in range(steps)]
 
 
+@pytest.mark.slow
 def test_the_documented_elastic_recipe_resumes_on_fewer_processes(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "elastic.md").read_text()
     recipe = text.split("<!-- elastic-recipe -->\n```python\n", 1)[1].split("```", 1)[0]

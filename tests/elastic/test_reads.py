@@ -69,6 +69,7 @@ long_datasets = grainfn.testing.datasets(
 """Pipelines long enough for a filter-check window (1000 positions per shard) to fill."""
 
 
+@pytest.mark.slow
 @given(
     st.one_of(grainfn.testing.datasets(), long_datasets),
     stream_maps_and_filters,

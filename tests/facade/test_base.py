@@ -295,6 +295,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_filter_thresholds_match_grain(case: str) -> None:
     import grain
@@ -316,6 +317,7 @@ def warn_every_window(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(filter_check, "WARN_INTERVAL", 0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_window_warns_as_in_grain(case: str, warn_every_window: None) -> None:
     import grain
@@ -326,6 +328,7 @@ def test_every_window_warns_as_in_grain(case: str, warn_every_window: None) -> N
     assert ours == theirs
 
 
+@pytest.mark.slow
 def test_each_iterator_warns_at_its_first_full_window(monkeypatch: pytest.MonkeyPatch) -> None:
     # Grain's prefetch_test reads a pipeline that drops everything, then expects a warning
     # from the next one; it sets Grain's interval to 0 for that (by default Grain logs at

@@ -64,6 +64,7 @@ def assert_all_equal(ours: Sequence[Any], theirs: Sequence[Any]) -> None:
         assert_elements_equal(a, b, f"element {i}")
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(count=st.integers(1, 40), seed=st.integers(0, 2**31 - 1))
 def test_split_documents_shuffle_globally_as_in_grain(count: int, seed: int) -> None:

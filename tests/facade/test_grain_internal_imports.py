@@ -164,6 +164,7 @@ def aliased_imports() -> dict[str, Any]:
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("client", sorted(CLIENT_IMPORTS))
 def test_client_imports_run_with_grain_resolving_to_grainfn(
     client: str, aliased_imports: dict[str, Any]

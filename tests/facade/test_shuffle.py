@@ -26,6 +26,7 @@ def test_facade_get_state_and_set_state_resume_a_window_shuffle() -> None:
     assert_get_state_resumes(make)
 
 
+@pytest.mark.slow
 @pytest.mark.grain
 @settings(max_examples=20)
 @given(count=st.integers(1, 60), window=st.integers(1, 12), seed=st.integers(0, 2**31 - 1))

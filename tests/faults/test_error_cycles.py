@@ -97,6 +97,7 @@ def left_for_the_collector(run: Callable[[], None]) -> list[str]:
             gc.enable()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", ITERATORS)
 def test_an_iterator_that_raised_is_freed_when_dropped(face: str) -> None:
     assert left_for_the_collector(lambda: read_until_the_error(ITERATORS[face])) == []

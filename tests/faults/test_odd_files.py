@@ -127,6 +127,7 @@ FULL_DISK_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_save_that_fails_on_a_full_disk_leaves_the_previous_state(tmp_path: Path) -> None:
     before, rest = saved_small_state(tmp_path)
     limit = 2000

@@ -135,6 +135,7 @@ def holding_worker(folder: Path) -> int | None:
     return min(alive & held, default=None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothing(
     face: str, tmp_path: Path
@@ -181,6 +182,7 @@ def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothi
     assert_nothing_left()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_a_whole_process_group_killed_leaves_no_memory_behind(face: str, tmp_path: Path) -> None:
     program = tmp_path / "group.py"
@@ -246,6 +248,7 @@ def test_names_squatted_in_dev_shm_by_another_user_change_nothing(face: str) -> 
     assert_nothing_left()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_a_forked_child_leaves_its_parents_workers_alone(face: str, tmp_path: Path) -> None:
     out = run_script(
@@ -314,6 +317,7 @@ def mapped_memory_files() -> int:
         return sum("memfd:grainfn-block" in line for line in maps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_a_refused_memory_file_sends_the_arrays_through_the_pipe(face: str) -> None:
     with iter(two_workers(face, 6, large_in_small_files)) as it:
@@ -369,6 +373,7 @@ def held(face: str, release: str, stream_stages: bool) -> Any:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stream_stages", [False, True])
 @pytest.mark.parametrize("face", FACES)
 def test_ctrl_c_while_waiting_for_a_worker_loses_nothing(

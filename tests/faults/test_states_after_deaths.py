@@ -73,6 +73,7 @@ def loader_under_kills() -> Any:
     )
 
 
+@pytest.mark.slow
 def test_get_state_never_fails_while_workers_are_killed_again_and_again() -> None:
     """Eight kills, 0.2 to 1 s apart, and `get_state()` after every read, as a saving loop does."""
     reference = iter(loader_under_kills())

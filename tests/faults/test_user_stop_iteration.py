@@ -276,6 +276,7 @@ def assert_stops_with_the_error(
         assert state_of(it) == state
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS)
 def test_a_user_stop_iteration_is_an_error_on_every_path(path: str) -> None:
     make, before, stage, where = PATHS[path]
@@ -569,6 +570,7 @@ WORKERS: dict[str, tuple[Callable[[], Any], list[list[int]]]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", WORKERS)
 def test_with_workers_it_arrives_as_the_error_not_as_an_end(case: str) -> None:
     make, expected = WORKERS[case]

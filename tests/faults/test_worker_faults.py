@@ -98,6 +98,7 @@ def fault_free(make: Callable[[Any], Any], tmp_path: Path) -> tuple[list[Any], l
     return list(clean(make, tmp_path)()), reference_states(clean(make, tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("name", PIPELINES)
 def test_a_transient_fault_loses_nothing(name: str, how: str, tmp_path: Path) -> None:
@@ -117,6 +118,7 @@ def test_a_transient_fault_loses_nothing(name: str, how: str, tmp_path: Path) ->
     assert_nothing_left()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", HOWS)
 @pytest.mark.parametrize("name", PIPELINES)
 def test_a_deterministic_fault_raises_again_every_time(name: str, how: str, tmp_path: Path) -> None:
@@ -152,6 +154,7 @@ class Slow(grain.transforms.Map):
         return element
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", ["mp_prefetch", "DataLoader"])
 def test_a_worker_killed_from_outside_loses_nothing(face: str) -> None:
     if face == "mp_prefetch":

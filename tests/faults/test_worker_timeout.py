@@ -105,6 +105,7 @@ def as_lists(elements: list[Any]) -> list[list[int]]:
     return [np.asarray(element).tolist() for element in elements]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_a_stopped_worker_is_killed_after_worker_timeout_and_nothing_is_lost(face: str) -> None:
     make = FACES[face]
@@ -138,6 +139,7 @@ def test_a_stopped_worker_is_killed_after_worker_timeout_and_nothing_is_lost(fac
     assert_nothing_left()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_after_the_timeout_error_reading_on_gives_exactly_the_rest(face: str) -> None:
     make = FACES[face]
@@ -162,6 +164,7 @@ def test_after_the_timeout_error_reading_on_gives_exactly_the_rest(face: str) ->
     assert_nothing_left()
 
 
+@pytest.mark.slow
 def test_a_position_that_never_returns_is_blamed_only_after_two_timeouts_there() -> None:
     """A block that hangs is read again one position at a time, twice (the two-deaths rule)."""
     stream = fn.mp_prefetch(
@@ -180,6 +183,7 @@ def test_a_position_that_never_returns_is_blamed_only_after_two_timeouts_there()
     assert_nothing_left()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("face", FACES)
 def test_close_reaps_a_stopped_worker_without_a_timeout(face: str) -> None:
     """The default waits for a stopped worker; close() still kills and reaps it."""

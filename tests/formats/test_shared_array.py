@@ -202,6 +202,7 @@ def test_a_pickled_copy_or_part_of_a_segment_keeps_its_values(make) -> None:
     a.unlink_on_del()
 
 
+@pytest.mark.slow
 def test_unlink_on_del_frees_the_segment_when_the_array_goes(make) -> None:
     a = make((16,), np.int64)
     name = a.shm.name
@@ -213,6 +214,7 @@ def test_unlink_on_del_frees_the_segment_when_the_array_goes(make) -> None:
         SharedMemoryArray.from_metadata(SharedMemoryArrayMetadata(name, (16,), np.int64))
 
 
+@pytest.mark.slow
 def test_without_unlink_on_del_the_segment_outlives_the_array(make) -> None:
     a = make((16,), np.int64)
     metadata = a.metadata
@@ -223,6 +225,7 @@ def test_without_unlink_on_del_the_segment_outlives_the_array(make) -> None:
     assert not exists(metadata.name)
 
 
+@pytest.mark.slow
 def test_slices_and_results_never_free_their_parents_segment(make) -> None:
     a = make((2, 4), np.float64)
     name = a.shm.name
@@ -256,6 +259,7 @@ def test_ufunc_out_stays_in_the_segment(make) -> None:
     stacked.unlink_on_del()
 
 
+@pytest.mark.slow
 def test_unlink_frees_the_name_now_and_the_array_stays_readable(make) -> None:
     a = make((3,), np.int32)
     a.unlink_on_del()
@@ -312,6 +316,7 @@ def test_attaching_to_a_missing_or_small_segment_is_refused(make) -> None:
     a.unlink_on_del()
 
 
+@pytest.mark.slow
 def test_a_segment_backs_one_array_which_closes_it(segments) -> None:
     segment = shared_memory.SharedMemory(create=True, size=16)
     segments.append(segment.name)
@@ -395,6 +400,7 @@ def test_a_forked_child_dropping_its_copy_leaves_the_parents_segment(background)
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.grain
 def test_where_grain_differs_a_forked_child_unlinks_its_parents_segment() -> None:
     result = run_script(FORK_AND_DROP.format(module="grain.python", background=False))

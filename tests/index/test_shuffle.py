@@ -145,6 +145,7 @@ def test_equals_grain_or_grain_provably_broken(length: int, seed: int) -> None:
 # --- Bijectivity --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_permutation_for_every_length_up_to_2000() -> None:
     for length in range(1, 2001):
         assert_permutation(shuffle_indices(np.arange(length), length, 12345), length)

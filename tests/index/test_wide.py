@@ -24,6 +24,7 @@ def ints(value: Wide) -> list[int]:
     return [int(h) * 2**32 + int(lo) for h, lo in zip(value.high.tolist(), value.low.tolist())]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     a=st.integers(0, 2**32 - 1),

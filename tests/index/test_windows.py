@@ -11,6 +11,7 @@ from grainfn import fn
 from grainfn._src.index.windows import window_shuffle_indices
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.integers(1, 200), st.integers(1, 50), st.integers(0, 2**32 - 1))
 def test_every_window_of_every_epoch_is_a_permutation(length: int, window: int, seed: int) -> None:

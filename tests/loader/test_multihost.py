@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).with_name("multihost_process.py")
 DOCS = Path(__file__).parents[2] / "docs" / "dataloader.md"
 
@@ -45,6 +47,7 @@ def run_two_processes(command: list[str], extra_env: dict[str, str] | None = Non
     return logs
 
 
+@pytest.mark.slow
 def test_two_jax_processes_read_disjoint_shards_and_build_global_arrays(tmp_path: Path) -> None:
     outputs = [tmp_path / f"process_{i}.json" for i in range(2)]
     output = str(tmp_path / "process_{process}.json")
@@ -67,6 +70,7 @@ def test_two_jax_processes_read_disjoint_shards_and_build_global_arrays(tmp_path
         assert r["global_sum"] == sum(expected_rows)
 
 
+@pytest.mark.slow
 def test_the_documented_multihost_recipe_runs_in_two_processes(tmp_path: Path) -> None:
     text = DOCS.read_text()
     recipe = text.split("<!-- multihost-recipe -->\n```python\n", 1)[1].split("```", 1)[0]

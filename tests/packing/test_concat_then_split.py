@@ -173,6 +173,7 @@ def assert_tokens_packed_once(case: Case, rows: list[dict[str, np.ndarray]]) -> 
 # (1) The same rows as Grain.
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(cases(where_grain_is_right=True))
 def test_rows_match_grain(case: Case) -> None:

@@ -87,6 +87,7 @@ def exits_at(position: int, times: int | None, folder: str) -> Callable[[int], i
     return exits
 
 
+@pytest.mark.slow
 def test_a_record_that_kills_every_actor_ends_in_a_worker_error_naming_it(
     cluster: Cluster, tmp_path: Any
 ) -> None:
@@ -106,6 +107,7 @@ def test_a_record_that_kills_every_actor_ends_in_a_worker_error_naming_it(
         pool.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("deaths", [1, 2])
 def test_a_position_that_killed_fewer_than_two_actors_in_a_row_costs_nothing(
     cluster: Cluster, tmp_path: Any, deaths: int
@@ -149,6 +151,7 @@ def cpus(which: Callable[[], dict[str, float]]) -> float:
     return float(which().get("CPU", 0.0))
 
 
+@pytest.mark.slow
 def test_more_actors_than_the_cluster_holds_end_in_a_placement_error(cluster: Cluster) -> None:
     from support.waiting import wait_until
 
@@ -167,6 +170,7 @@ def test_more_actors_than_the_cluster_holds_end_in_a_placement_error(cluster: Cl
     pool.close()
 
 
+@pytest.mark.slow
 def test_resize_past_the_cluster_keeps_the_actors_that_started(cluster: Cluster) -> None:
     stream = fn.from_dataset(fn.range(30))
     pool = RayPool(1, num_cpus=1, placement_timeout=3)
@@ -201,6 +205,7 @@ def sleeps_once(position: int, folder: str, times: int = 1) -> Callable[[int], i
     return sleeps
 
 
+@pytest.mark.slow
 def test_a_block_with_no_answer_within_worker_timeout_is_an_error_then_read_again(
     cluster: Cluster, tmp_path: Any
 ) -> None:
@@ -224,6 +229,7 @@ def test_a_block_with_no_answer_within_worker_timeout_is_an_error_then_read_agai
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_both_actors_of_a_slow_block_read_twice(
     cluster: Cluster, tmp_path: Any
 ) -> None:
@@ -306,6 +312,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_ray_started_by_pools_stops_with_the_last_of_them_and_the_users_never(
     tmp_path: Any,
 ) -> None:

@@ -103,6 +103,7 @@ def pipeline(size: int = 300) -> Any:
     return fn.batch(4, fn.from_dataset(kept))
 
 
+@pytest.mark.slow
 def test_states_resume_across_actor_counts_processes_and_none(pools: dict[int, RayPool]) -> None:
     stream = pipeline(size=90)
     want = run(stream)
@@ -125,6 +126,7 @@ def test_states_resume_across_actor_counts_processes_and_none(pools: dict[int, R
         three.close()
 
 
+@pytest.mark.slow
 def test_a_killed_actor_loses_nothing(pools: dict[int, RayPool]) -> None:
     stream = pipeline()
     want = run(stream)
@@ -144,6 +146,7 @@ def test_a_killed_actor_loses_nothing(pools: dict[int, RayPool]) -> None:
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_kill_during_the_first_block_loses_nothing(cluster: Cluster) -> None:
     stream = pipeline()
     want = run(stream)
@@ -156,6 +159,7 @@ def test_a_kill_during_the_first_block_loses_nothing(cluster: Cluster) -> None:
         pool.close()
 
 
+@pytest.mark.slow
 def test_a_node_that_leaves_or_joins_mid_run_changes_nothing(cluster: Cluster) -> None:
     stream = pipeline()
     want = run(stream)
@@ -181,6 +185,7 @@ def large(x: int) -> np.ndarray:
     return np.full(50_000, x, dtype=np.int64)
 
 
+@pytest.mark.slow
 def test_a_result_lost_with_its_nodes_object_store_is_read_again(cluster: Cluster) -> None:
     stream = fn.from_dataset(fn.map(large, fn.range(40)))
     want = list(range(40))
@@ -270,6 +275,7 @@ def test_a_map_writing_into_its_input_on_an_actor_is_told_to_copy_it(
     assert "copy an array before writing into it" in "\n".join(raised.value.__notes__)
 
 
+@pytest.mark.slow
 def test_a_slow_block_is_also_read_by_a_second_actor(cluster: Cluster, tmp_path: Any) -> None:
     marker = str(tmp_path / "slept")
 
@@ -502,6 +508,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_a_pool_starting_ray_after_jax_says_nothing_of_forks(tmp_path: Any) -> None:
     script = tmp_path / "train.py"
     script.write_text(LOCAL_AFTER_JAX)
@@ -543,6 +550,7 @@ def stop_interrupting(stop: threading.Event, interrupter: threading.Thread) -> N
         time.sleep(0.05)  # a pending interrupt is raised at the next instruction: here
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_waiting_loses_nothing_and_close_leaves_no_actor(
     cluster: Cluster,
 ) -> None:

@@ -146,6 +146,7 @@ def test_a_read_only_array_stays_read_only_in_the_workers() -> None:
         list(fn.iterate(fn.from_dataset(fn.map(write, fn.source(data)))))
 
 
+@pytest.mark.slow
 def test_a_pipeline_is_encoded_once_for_all_its_iterators_and_freed_with_it() -> None:
     gc.collect()
     before_files, before_cached = (
@@ -211,6 +212,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_killed_program_leaves_no_pipeline_memory_behind(tmp_path: Path) -> None:
     program = tmp_path / "killed.py"
     program.write_text(KILLED_SCRIPT)

@@ -33,6 +33,7 @@ def parents(lib: Any, lengths: list[int], seed: int) -> list[Any]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(length=st.integers(1, 20), count=st.integers(1, 3), seed=st.integers(0, 2**31))
 def test_zip_map_dataset_matches_grain(length: int, count: int, seed: int) -> None:

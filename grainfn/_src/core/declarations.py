@@ -63,7 +63,7 @@ def hooks(base: type) -> tuple[Hook, ...]:
     Examples:
         >>> from grainfn._src.core.dataset import Dataset
         >>> [hook.name for hook in hooks(Dataset)][:2]
-        ['makes_holes', 'transparent']
+        ['makes_holes', 'elementwise']
     """
     docs = _docs(base)
     return tuple(

@@ -368,6 +368,7 @@ def test_close_releases_readers_and_reading_again_reopens(three_shards: list[str
     assert source._readers == [None, None, None]
 
 
+@pytest.mark.slow
 def test_a_dropped_source_closes_its_readers_quietly(three_shards: list[str]) -> None:
     source = ArrayRecordDataSource(three_shards)
     source.__getitems__([1, 100, 150])

@@ -85,6 +85,7 @@ def nan_as_array(row: dict[str, Any]) -> dict[str, Any]:
     return {k: np.asarray(v) if isinstance(v, np.floating) else v for k, v in row.items()}
 
 
+@pytest.mark.slow
 def test_resumes_after_any_row(typed_file: str, many_files: list[str]) -> None:
     assert_resumable(
         lambda: fn.map(nan_as_array, parquet(typed_file)),
