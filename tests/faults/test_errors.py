@@ -15,9 +15,14 @@ import pytest
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.testing.specs import Functions, Level, declared_stages
+from grainfn._src.testing.specs import Functions, Level
 
-from support.registry import LEVELS, calls_a_user_function, simplest_stage, user_function_stages
+from support.registry import (
+    FIXED_FUNCTIONS,
+    simplest_stage,
+    user_function_kinds,
+    user_function_stages,
+)
 
 TEN = grain.MapDataset.range(10)
 NO_SHARDING = grain.sharding.NoSharding()
@@ -226,15 +231,6 @@ FAILING = Functions(
 DRAWN = user_function_stages(FAILING)
 """The declared stages that take a user's function, by level and name, drawn with FAILING."""
 
-NOT_DRAWN: dict[tuple[Level, str], str] = {
-    ("dataset", "map_with_index"): "its declared function is fixed (with_index)",
-    ("stream", "map_with_index"): "its declared function is fixed (with_index)",
-    ("dataset", "random_map_jax"): "its declared function is fixed (add_key_draw)",
-}
-"""The declared stages taking a user's function whose function cannot be drawn failing.
-
-The stage kinds without a declaration that call a user's function are listed,
-and checked, in test_user_stop_iteration.py."""
 
 AT_6 = rf"reading (position 6|{STREAM_ELEMENT_7}|element 6 of its stream)"
 
@@ -253,13 +249,7 @@ def test_every_declared_stage_that_calls_a_user_function_keeps_its_error(
 
 
 def test_every_declared_stage_that_calls_a_user_function_is_drawn_or_named() -> None:
-    declared = {
-        (level, stage.name)
-        for level in LEVELS
-        for _, stage in declared_stages(level)
-        if calls_a_user_function(stage)
-    }
-    assert declared - set(DRAWN) == set(NOT_DRAWN), "declared, so drawn unless in NOT_DRAWN"
+    assert user_function_kinds() - set(DRAWN) == set(FIXED_FUNCTIONS), "declared, so drawn"
 
 
 def letters(letter: str) -> Any:

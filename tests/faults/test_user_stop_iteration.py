@@ -23,16 +23,15 @@ from grainfn import fn
 from grainfn._src.testing.specs import (
     Functions,
     Level,
-    declared_stages,
 )
 
 from support.leaks import assert_nothing_left
 from support.registry import (
-    LEVELS,
-    calls_a_user_function,
+    FIXED_FUNCTIONS,
     names,
     simplest_stage,
     undeclared,
+    user_function_kinds,
     user_function_stages,
 )
 from support.waiting import no_hang
@@ -449,13 +448,6 @@ STOPPING = Functions(
 DRAWN = user_function_stages(STOPPING)
 """The declared stages that take a user's function, by level and name, drawn with STOPPING."""
 
-NOT_DRAWN: dict[tuple[Level, str], str] = {
-    ("dataset", "map_with_index"): "its declared function is fixed (with_index): KINDS holds it",
-    ("stream", "map_with_index"): "its declared function is fixed (with_index): KINDS holds it",
-    ("dataset", "random_map_jax"): "its declared function is fixed (add_key_draw); random_map "
-    "calls a user's function the same way, drawn here",
-}
-"""The declared stages taking a user's function whose function cannot be drawn raising."""
 
 COVERED: dict[str, str] = {
     "FlatMappedDataset": "flat_map",
@@ -510,14 +502,8 @@ def test_every_declared_stage_that_calls_a_user_function_raises_it(level: Level,
 
 
 def test_every_stage_kind_that_calls_a_user_function_is_drawn_or_in_kinds() -> None:
-    declared = {
-        (level, stage.name)
-        for level in LEVELS
-        for _, stage in declared_stages(level)
-        if calls_a_user_function(stage)
-    }
-    assert declared - set(DRAWN) == set(NOT_DRAWN), "declared, so drawn unless in NOT_DRAWN"
-    assert all(name in KINDS for level, name in NOT_DRAWN if name != "random_map_jax")
+    assert user_function_kinds() - set(DRAWN) == set(FIXED_FUNCTIONS), "declared, so drawn"
+    assert all(name in KINDS for level, name in FIXED_FUNCTIONS if name != "random_map_jax")
     kinds = set(names(undeclared("dataset") | undeclared("stream")))
     missing = sorted(kinds - set(COVERED) - set(NO_USER_FUNCTION))
     assert not missing, f"{missing}: declare random_stage, or add to COVERED or NO_USER_FUNCTION"

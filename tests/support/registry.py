@@ -21,7 +21,14 @@ from grainfn import fn
 from grainfn._src.core.dataset import Dataset, dataset_kinds
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
 from grainfn._src.core.stream import stage_kinds
-from grainfn._src.testing.specs import Functions, Level, apply_op, declared_kinds, sample_op
+from grainfn._src.testing.specs import (
+    Functions,
+    Level,
+    apply_op,
+    declared_kinds,
+    declared_stages,
+    sample_op,
+)
 
 
 def import_every_module() -> None:
@@ -78,6 +85,29 @@ def user_function_stages(functions: Functions) -> dict[tuple[Level, str], Random
         (level, name): stage
         for level in LEVELS
         for name, stage in declared_kinds(functions, level).items()
+        if calls_a_user_function(stage)
+    }
+
+
+FIXED_FUNCTIONS: dict[tuple[Level, str], str] = {
+    ("dataset", "map_with_index"): "its declaration fixes its function (with_index)",
+    ("stream", "map_with_index"): "its declaration fixes its function (with_index)",
+    ("dataset", "random_map_jax"): "its declaration fixes its function (add_key_draw)",
+}
+"""The declared stages calling a user's function that a test's own functions cannot replace.
+
+Each is drawn with the function its declaration names, so a test that needs
+the function to fail covers these stages some other way (random_map_jax calls
+a user's function as random_map does, which is drawn).
+"""
+
+
+def user_function_kinds() -> set[tuple[Level, str]]:
+    """Every declared stage that calls a user's function, by level and name."""
+    return {
+        (level, stage.name)
+        for level in LEVELS
+        for _, stage in declared_stages(level)
         if calls_a_user_function(stage)
     }
 
