@@ -124,6 +124,46 @@ def test_a_hook_of_the_wrong_type_fails_when_the_class_is_made(
     assert message.endswith(f"{allowed}.")
 
 
+@pytest.mark.parametrize(
+    ("base", "name", "value", "declarer"),
+    [
+        (PassThroughStream, "makes_holes", True, "Dataset"),
+        (PassThroughStream, "device_refusal", "no device", "Dataset"),
+        (IndexStage, "next_index_rule", NextIndexRule.PARENT, "Stream"),
+        (IndexStage, "executes_leaves", True, "Stream"),
+        (IndexStage, "grain_state", None, "Stream"),
+    ],
+)
+def test_a_hook_only_the_other_base_declares_fails_when_the_class_is_made(
+    base: type, name: str, value: Any, declarer: str
+) -> None:
+    with pytest.raises(TypeError) as raised:
+
+        class Crossed(base):  # type: ignore[valid-type, misc]
+            locals()[name] = value
+
+    own = "Stream" if issubclass(base, Stream) else "Dataset"
+    message = str(raised.value)
+    assert f"Crossed declares {name}, a declaration of a {declarer} only:" in message
+    assert f"a {own} stage never reads it." in message
+
+
+def test_a_hook_both_bases_declare_passes_on_either() -> None:
+    class Timed(PassThroughStream):
+        transparent = True
+        spec_rule = SpecRule.PARENT
+
+    class Indexed(IndexStage):
+        transparent = True
+        spec_rule = SpecRule.PARENT
+
+    assert Timed.transparent and Indexed.transparent
+
+
+def test_both_bases_make_their_hooks_known_to_the_other() -> None:
+    assert set(BASES) <= set(declarations._BASES)
+
+
 def test_hooks_of_the_right_type_and_other_names_pass() -> None:
     class Declared(PassThroughStream):
         spec_rule = SpecRule.PARENT

@@ -44,6 +44,7 @@ class ParentIndex(NamedTuple):
     size: int = 1
 
 
+@declarations.declares_hooks
 @dataclasses.dataclass(frozen=True, repr=False)
 class Dataset(Generic[T]):
     """A dataset: `length` elements per epoch, each computed on demand from its index.

@@ -11,9 +11,12 @@ docstring right after it whose first line says what it means:
 
 A stage class declares a hook by setting the attribute. The base's
 `__init_subclass__` calls `check` once per class, when the class is made (at
-import): a name close to a hook's that is not one (`spec_rul`), or a hook set
-to a value of another type (a `spec_rule` given a string), raises TypeError
-naming the class. Reading a hook stays a plain attribute read.
+import): a name close to a hook's that is not one (`spec_rul`), a hook set
+to a value of another type (a `spec_rule` given a string), or a hook that
+only the other base declares (a Dataset stage setting `next_index_rule`, which
+only a Stream reads) raises TypeError naming the class. A base makes its hooks
+known to that last check with `declares_hooks`. Reading a hook stays a plain
+attribute read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,12 @@ import functools
 import inspect
 import types
 import typing
-from typing import Any, cast
+from typing import Any, TypeVar, cast
+
+B = TypeVar("B", bound=type)
+
+_BASES: list[type] = []
+"""The bases whose hooks `check` knows, in the order they were made (`declares_hooks`)."""
 
 _CLOSE = 0.85
 """How alike a name must be to a hook's to be taken for a misspelling of it (difflib's
@@ -72,14 +80,36 @@ def hooks(base: type) -> tuple[Hook, ...]:
     )
 
 
+def declares_hooks(base: B) -> B:
+    """Makes the hooks of `base` known to `check` of every other base's stages; returns `base`.
+
+    A class decorator of the bases (`Stream`, `Dataset`): a stage of one base
+    that sets a hook only another base declares fails when it is made.
+
+    Examples:
+        >>> from grainfn._src.core.dataset import IndexStage
+        >>> from grainfn._src.core.stream import Stream  # the other base, made known
+        >>> class Crossed(IndexStage):
+        ...     next_index_rule = None
+        Traceback (most recent call last):
+        ...
+        TypeError: Crossed declares next_index_rule, a declaration of a Stream only: a Dataset ...
+    """
+    if base not in _BASES:
+        _BASES.append(base)
+    return base
+
+
 def check(kind: type, base: type) -> None:
     """Raises TypeError where the class `kind` misdeclares a hook of its base `base`.
 
     Each attribute `kind` sets itself is checked: a hook must hold a value of
-    its type, and a name that is not a hook must not be close to one.
+    its type, a name that is not a hook must not be close to one, and it must
+    not be a hook that only another base (`declares_hooks`) declares.
 
     Raises:
-        TypeError: naming `kind`, the attribute and what is allowed.
+        TypeError: naming `kind`, the attribute and what is allowed (or the
+            base that declares it).
 
     Examples:
         >>> from grainfn._src.core.stream import Stream
@@ -101,6 +131,13 @@ def check(kind: type, base: type) -> None:
                     f"{type_name(allowed[name])}."
                 )
         elif not name.startswith("__"):
+            declarer = _declarer(name, kind, base)
+            if declarer is not None:
+                raise TypeError(
+                    f"{kind.__qualname__} declares {name}, a declaration of a "
+                    f"{declarer.__name__} only: a {base.__name__} stage never reads it. The "
+                    f"declarations of a {base.__name__} are {', '.join(allowed)}."
+                )
             meant = _misspelt(name, tuple(allowed))
             if meant is not None:
                 raise TypeError(
@@ -149,6 +186,14 @@ def _allowed(base: type) -> dict[str, Any]:
         for name in own
         if typing.get_origin(hints[name]) is typing.ClassVar
     }
+
+
+def _declarer(name: str, kind: type, base: type) -> type | None:
+    """The other base (not one `kind` derives from) that declares the hook `name`, if any."""
+    for other in _BASES:
+        if other is not base and not issubclass(kind, other) and name in _allowed(other):
+            return other
+    return None
 
 
 @functools.cache

@@ -120,6 +120,7 @@ class BaseCursor:
             child.close()
 
 
+@declarations.declares_hooks
 @dataclasses.dataclass(frozen=True, repr=False)
 class Stream(Generic[T, S]):
     """A stream of elements `T` with explicit iteration state `S`. Build one with `grainfn.fn`."""
