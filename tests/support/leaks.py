@@ -56,6 +56,57 @@ def memory_files_anywhere(kind: str = MEMORY_FILE) -> dict[int, int]:
     return found
 
 
+def memory_file_ids(pid: int | str = "self", kind: str = PIPELINE_FILE) -> set[tuple[int, int]]:
+    """The (device, inode) of each grainfn memory file process `pid` holds open: which files."""
+    found = set()
+    directory = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, PermissionError, ProcessLookupError):
+        return found
+    for name in names:
+        try:
+            if os.readlink(f"{directory}/{name}").startswith(kind):
+                stat = os.stat(f"{directory}/{name}")
+                found.add((stat.st_dev, stat.st_ino))
+        except OSError:
+            continue
+    return found
+
+
+def holders(files: set[tuple[int, int]], kind: str = PIPELINE_FILE) -> dict[int, int]:
+    """The processes of this user holding any of `files` (`memory_file_ids`) open, by pid.
+
+    A file is told by its identity, not its name: another program's pipeline
+    file, of the same name, is not counted.
+    """
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (held := len(memory_file_ids(entry, kind) & files)):
+            found[int(entry)] = held
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes running now that `pid` started, at any depth (by their parent pid)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def mapped_rings(pid: int | str = "self") -> int:
     """How many workers' rings process `pid` maps (see `grainfn._src.parallel.ring`)."""
     try:
