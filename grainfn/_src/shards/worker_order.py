@@ -27,6 +27,8 @@ from typing import Any, ClassVar
 
 from grainfn._src.core import pytree as tree
 from grainfn._src.core import validate
+from grainfn._src.core.arguments import as_stream
+from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.grain_state import GrainState
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.shards.logical import check_shard_count, logical_shard, positions_to_cut
@@ -125,7 +127,7 @@ def _rebuilt(value: Any) -> Any:
 
 
 def grain_worker_order(
-    num_workers: int, stream: Stream[Any], *, sequential: bool = False
+    num_workers: int, stream: Stream[Any] | Dataset[Any], *, sequential: bool = False
 ) -> Stream[Any]:
     """`stream` in the order Grain's `mp_prefetch` with `num_workers` workers yields it.
 
@@ -136,7 +138,8 @@ def grain_worker_order(
             `stream` reads (of its longest source, with `sequential`). Each
             worker is a stream and a state entry of its own, built before
             the first element (see `check_shard_count`).
-        stream: A pipeline whose data comes from datasets (`from_dataset`).
+        stream: A pipeline whose data comes from datasets (`from_dataset`); a
+            dataset is read in order.
         sequential: Grain's `sequential_slice`: each worker reads a contiguous
             part of the sources instead of every `num_workers`-th position.
 
@@ -154,6 +157,7 @@ def grain_worker_order(
     """
     count = validate.check_positive_int(num_workers, "num_workers")
     sequential = validate.check_flag(sequential, "sequential")
+    stream = as_stream(stream, "grain_worker_order")
     positions = positions_to_cut(stream, sequential=sequential)
     check_shard_count(count, positions, "num_workers", otherwise=WITHOUT_WORKER_ORDER)
     shards = tuple(logical_shard(stream, w, count, sequential=sequential) for w in range(count))
