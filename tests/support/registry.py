@@ -112,6 +112,12 @@ def user_function_kinds() -> set[tuple[Level, str]]:
     }
 
 
+def simplest_op(stage: RandomStage, functions: Functions) -> tuple[Any, ...]:
+    """The simplest spec of a declared stage (the first hypothesis draws)."""
+    ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, functions))()
+    return find(ops, bool, settings=settings(database=None, phases=[Phase.generate]))
+
+
 def simplest_stage(
     level: Level, stage: RandomStage, functions: Functions, data: Dataset[Any]
 ) -> Any:
@@ -119,6 +125,5 @@ def simplest_stage(
 
     At stream level the stage reads `fn.from_dataset(data)`.
     """
-    ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, functions))()
-    op = find(ops, bool, settings=settings(database=None, phases=[Phase.generate]))
+    op = simplest_op(stage, functions)
     return apply_op(op, data if level == "dataset" else fn.from_dataset(data), functions)

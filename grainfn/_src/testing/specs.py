@@ -356,13 +356,18 @@ def _call(stage: RandomStage, resolved: list[Any], data: tuple[Any, ...]) -> Any
     return getattr(fn, stage.function)(*positional, *data, **named)
 
 
-def apply_op(op: tuple[Any, ...], data: Any, functions: Functions = INTEGERS) -> Any:
+def apply_op(
+    op: tuple[Any, ...], data: Any, functions: Functions = INTEGERS, level: Level | None = None
+) -> Any:
     """`data` through the stage of a spec from `sample_op`, found by its name at `data`'s level.
+
+    `level` names the level instead: a stream stage's spec applied to a
+    Dataset calls its function on the Dataset itself.
 
     Raises:
         ValueError: for a name no stage at that level declares, naming those that do.
     """
-    level: Level = "stream" if isinstance(data, Stream) else "dataset"
+    level = level or ("stream" if isinstance(data, Stream) else "dataset")
     stage = _declared(level, op[0], heads=False)
     resolved = [
         ARGUMENTS[kind].resolve(values, functions, data) for kind, values in _held(stage, op)
