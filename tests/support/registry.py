@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from typing import Any, Literal
 
 from hypothesis import Phase, find, settings
@@ -112,10 +113,14 @@ def user_function_kinds() -> set[tuple[Level, str]]:
     }
 
 
-def simplest_op(stage: RandomStage, functions: Functions) -> tuple[Any, ...]:
-    """The simplest spec of a declared stage (the first hypothesis draws)."""
+def simplest_op(
+    stage: RandomStage,
+    functions: Functions,
+    condition: Callable[[tuple[Any, ...]], bool] = bool,
+) -> tuple[Any, ...]:
+    """The simplest spec of a declared stage (the first hypothesis draws) that meets `condition`."""
     ops = st.composite(lambda draw: sample_op(draw, {stage.name: stage}, functions))()
-    return find(ops, bool, settings=settings(database=None, phases=[Phase.generate]))
+    return find(ops, condition, settings=settings(database=None, phases=[Phase.generate]))
 
 
 def simplest_stage(
