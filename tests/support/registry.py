@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import grainfn._src
 from grainfn import fn
+from grainfn._src.core.arguments import core_of
 from grainfn._src.core.dataset import Dataset, dataset_kinds
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
 from grainfn._src.core.stream import stage_kinds
@@ -45,6 +46,19 @@ def leaf_kinds(level: Literal["dataset", "stream"]) -> set[type[Any]]:
     """Every stage class of grainfn at `level` that no other stage class derives from."""
     kinds = dataset_kinds() if level == "dataset" else stage_kinds()
     return {kind for kind in kinds if not any(k is not kind and issubclass(k, kind) for k in kinds)}
+
+
+def kinds_in(pipeline: Any) -> set[type[Any]]:
+    """The class of every stage of `pipeline` (a core value or a Grain-API dataset) and above.
+
+    Its parents are walked, not the pipelines its elements are (an interleave's datasets).
+    """
+    found, todo = set(), [core_of(pipeline)]
+    while todo:
+        stage = todo.pop()
+        found.add(type(stage))
+        todo.extend(core_of(parent) for parent in stage.parents)
+    return found
 
 
 def undeclared(level: Literal["dataset", "stream"]) -> set[type[Any]]:
