@@ -22,6 +22,8 @@ import grainfn.checkpoint
 from grainfn import fn
 from grainfn._src.grain_states.streams import from_grain, to_grain
 
+from support.registry import kinds_in, leaf_kinds, names
+
 pytestmark = pytest.mark.grain
 
 
@@ -70,7 +72,48 @@ PIPELINES = {
         [ds.slice(slice(k, None, 3)).to_iter_dataset() for k in range(3)] + [ds.to_iter_dataset()],
         cycle_length=2,
     ),
+    "interleave of a dataset of datasets": lambda m, ds: m.experimental.InterleaveIterDataset(
+        m.MapDataset.range(3).map(lambda k: ds.slice(slice(k, None, 3)).to_iter_dataset()),
+        cycle_length=2,
+    ),
+    "iter seed, random_map": lambda m, ds: ds.to_iter_dataset().seed(5).random_map(add_draw),
+    "thread prefetch": lambda m, ds: m.experimental.ThreadPrefetchIterDataset(
+        ds.to_iter_dataset().map(lambda x: x * 2), prefetch_buffer_size=3
+    ),
+    "with options": lambda m, ds: m.experimental.WithOptionsIterDataset(
+        ds.to_iter_dataset().filter(lambda x: x % 5),
+        m.experimental.DatasetOptions(filter_raise_threshold_ratio=0.5),
+    ),
 }
+
+
+ELSEWHERE: dict[str, str] = {
+    "ConcatThenSplitStream": "test_grain_pipeline_states.py, concat-then-split states",
+    "ParquetFileStream": "test_grain_pipeline_states.py, Parquet states",
+    "TFRecordStream": "test_tfrecord_grain.py, states holding Grain's offset",
+    "GrainWorkerOrderStream": "test_worker_order_grain.py (it starts Grain's worker processes)",
+    "IterableStream": "tests/stages/test_iterable_state.py, Grain's state of a user iterator",
+    "PrefetchedStream": (
+        "here: test_a_stage_whose_grain_state_grainfn_cannot_write_is_named and (slow) "
+        "test_grains_mp_prefetch_state_is_refused_saying_why"
+    ),
+    "PutOnDeviceStream": "no Grain dataset twin: Grain puts an iterator's elements on device",
+    "RayPrefetchedStream": "no Grain twin",
+    "CachedStream": (
+        "not yet Grain's: Grain's CacheIterDataset has a state of its own ({'parent', "
+        "'position', 'cache_filled'}), which grainfn's cache, its parent's state, neither reads "
+        "nor writes"
+    ),
+}
+"""The stages declaring a grain_state that no pipeline here covers: where each is, or why not."""
+
+
+def test_every_stage_declaring_a_grain_state_is_covered() -> None:
+    reached = set().union(*(kinds_in(pipeline(grainfn, name)) for name in PIPELINES))
+    declaring = {kind for kind in leaf_kinds("stream") if kind.grain_state is not None}
+    missing = set(names(declaring - reached)) - set(ELSEWHERE)
+    assert not missing, f"stages declaring a grain_state that nothing covers: {sorted(missing)}"
+    assert set(ELSEWHERE) <= set(names(declaring - reached)), "ELSEWHERE names one covered here"
 
 
 class GrainTwice(grain.experimental.FlatMapTransform):
