@@ -410,3 +410,13 @@ def test_every_stream_stage_gives_the_same_global_batches_on_any_hosts_and_resum
     one = host_stream(stream, layout)
     rest = global_batches([one], [states.ElasticCodec(one).decode(states.merge(saved))])
     assert_same_batches((taken + rest)[:MAX_BATCHES], expected)
+
+
+@pytest.mark.parametrize(("host", "num_hosts"), [(0, 1), (1, 2)])
+def test_the_element_spec_is_one_hosts_rows_of_a_global_batch(host: int, num_hosts: int) -> None:
+    data = fn.batch(3, fn.range(30), drop_remainder=True)
+    stream = fn.elastic_batches(4, data, num_logical_shards=2, host=host, num_hosts=num_hosts)
+    spec = fn.element_spec(stream)
+    first = next(iter(fn.iterate(stream)))
+    assert (spec.shape, spec.dtype) == ((4 // num_hosts, 3), np.int64)
+    assert first.shape == spec.shape and first.dtype == spec.dtype

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import toolz
 
@@ -54,6 +54,8 @@ class ElasticStream(Stream[Any]):
     """One host's rows of each global batch: `rows_per_shard` elements of each of its shards."""
 
     spec_rule = SpecRule.BATCHED
+    batch_fn: ClassVar[None] = None  # what the BATCHED rule reads: rows stacked,
+    drop_remainder: ClassVar[bool] = True  # and every global batch whole
 
     components: tuple[Stream[Any], ...]
     layout: Layout
@@ -61,6 +63,11 @@ class ElasticStream(Stream[Any]):
     @property
     def parents(self) -> tuple[Any, ...]:
         return self.components
+
+    @property
+    def batch_size(self) -> int:
+        """The rows of each global batch this host yields."""
+        return len(self.layout.rows)
 
     def init(self) -> ElasticState:
         return ElasticState(0, False, tuple(c.init() for c in self.components))
