@@ -15,6 +15,8 @@ import pytest
 
 import grainfn
 from grainfn import experimental, fn
+from grainfn._src.core.dataset import Dataset
+from grainfn._src.core.read_threads import InNamedThreads, NamedThreads
 from grainfn.experimental import (
     ParquetIterDataset,
     ShapeDtypeStruct,
@@ -23,6 +25,8 @@ from grainfn.experimental import (
     get_element_spec,
 )
 from grainfn.fn import element_spec
+
+from support.registry import kinds_in, leaf_kinds, names
 
 pytestmark = pytest.mark.grain
 
@@ -155,7 +159,105 @@ PIPELINES: dict[str, Callable[[Library], Any]] = {
     "rebatch": lambda lib: lib.rebatch(
         lib.g.MapDataset.range(10).map(lib.ToExample()).to_iter_dataset().batch(2), batch_size=5
     ),
+    "iter seed, map, random_map, map_with_index": lambda lib: (
+        lib.g.MapDataset.range(10)
+        .to_iter_dataset()
+        .seed(3)
+        .map(lib.ToExample())
+        .random_map(lib.Jitter())
+        .map_with_index(lib.Indexed())
+    ),
+    "iter zip, window shuffle, cache, thread prefetch, options": lambda lib: (
+        lib.experimental.WithOptionsIterDataset(
+            lib.experimental.ThreadPrefetchIterDataset(
+                lib.experimental.CacheIterDataset(
+                    lib.experimental.WindowShuffleIterDataset(
+                        lib.experimental.ZipIterDataset(
+                            [
+                                lib.g.MapDataset.range(4).to_iter_dataset(),
+                                lib.g.MapDataset.range(4).map(lib.ToExample()).to_iter_dataset(),
+                            ]
+                        ),
+                        window_size=2,
+                        seed=1,
+                    )
+                ),
+                prefetch_buffer_size=2,
+            ),
+            lib.experimental.DatasetOptions(filter_raise_threshold_ratio=0.5),
+        )
+    ),
+    "interleave of a dataset of datasets": lambda lib: lib.interleave(
+        lib.g.MapDataset.range(2).map(lambda k: lib.g.MapDataset.range(3).to_iter_dataset()),
+        cycle_length=2,
+    ),
 }
+
+
+@functools.cache
+def ray_pool() -> fn.RayPool:
+    """One pool for the test's Ray stage (it starts Ray only when read, which it is not)."""
+    return fn.RayPool(2)
+
+
+WITHOUT_A_GRAIN_TWIN: dict[str, Callable[[Any], Any]] = {
+    "TakenWhileStream": lambda data: fn.take_while(lambda x: x < 5, fn.from_dataset(data)),
+    "GrainWorkerOrderStream": lambda data: fn.grain_worker_order(2, data),
+    "ElasticStream": lambda data: fn.elastic_batches(4, data, num_logical_shards=2),
+    "PositionsDataset": lambda data: fn.slice([3, 1, 4], data),
+    "InNamedThreads": lambda data: InNamedThreads(data, NamedThreads("spec", 1)),
+    "RayPrefetchedStream": lambda data: fn.ray_prefetch(ray_pool(), data),
+    "PutOnDeviceStream": lambda data: fn.put_on_device(None, fn.from_dataset(data)),
+}
+"""The stages whose spec no pipeline above compares with Grain's, each built over `data`."""
+
+NOT_READ: dict[str, str] = {
+    "RayPrefetchedStream": "reading it starts a Ray cluster",
+    "PutOnDeviceStream": "its elements are jax arrays, of jax's dtypes",
+}
+"""The stages of WITHOUT_A_GRAIN_TWIN whose spec is checked against their parent's, unread."""
+
+ELSEWHERE: dict[str, str] = {
+    "ObjectDataset": "test_subclasses_state_their_own_spec_as_in_grain",
+    "HostRows": "built inside elastic reads (elastic/rows.py), never asked for its spec",
+    "CompiledStage": "to_jax's host twin, built by its compiler with jax",
+}
+"""The stages whose spec rule infers that no test here builds, each with where or why."""
+
+
+def shape_and_dtype(value: Any) -> tuple[tuple[Any, ...], np.dtype]:
+    """A spec's, or an element's, shape and dtype, so that the two compare."""
+    leaf = value if isinstance(value, ShapeDtypeStruct) else np.asarray(value)
+    return tuple(leaf.shape), np.dtype(leaf.dtype)
+
+
+@pytest.mark.parametrize("name", sorted(WITHOUT_A_GRAIN_TWIN))
+def test_a_stage_without_a_grain_twin_infers_the_spec_of_what_it_yields(name: str) -> None:
+    data = fn.range(10)
+    stage = WITHOUT_A_GRAIN_TWIN[name](data)
+    assert type(stage).__qualname__ == name
+    spec = element_spec(stage)
+    if name in NOT_READ:
+        assert spec == element_spec(data)
+        return
+    stream = fn.from_dataset(stage) if isinstance(stage, Dataset) else stage
+    first = next(iter(fn.iterate(stream)))
+    assert shape_and_dtype(spec) == shape_and_dtype(first)
+
+
+def test_every_stage_whose_spec_rule_infers_is_checked() -> None:
+    ours = Library("grainfn")
+    reached = set().union(*(kinds_in(make(ours)) for make in PIPELINES.values()))
+    inferring = {
+        kind
+        for level in ("dataset", "stream")
+        for kind in leaf_kinds(level)
+        if kind.spec_rule.infers
+    }
+    left = set(names(inferring - reached))
+    missing = left - set(WITHOUT_A_GRAIN_TWIN) - set(ELSEWHERE)
+    assert not missing, f"stages whose spec rule infers that nothing checks: {sorted(missing)}"
+    assert set(WITHOUT_A_GRAIN_TWIN) | set(ELSEWHERE) <= left, "a stage is listed twice"
 
 
 def canonical(spec: Any, struct: type) -> Any:
