@@ -179,6 +179,13 @@ def test_a_spec_of_an_unknown_stage_is_refused_naming_the_declared_ones() -> Non
         apply_op(("limit", 3), fn.range(4))
 
 
+def test_a_spec_applied_at_a_level_calls_that_levels_stage_on_the_data_as_given() -> None:
+    assert apply_op(("limit", 3), fn.range(4), level="stream") == fn.limit(3, fn.range(4))
+    assert isinstance(apply_op(("batch", 2, False), fn.range(4), level="stream"), Dataset)
+    with pytest.raises(ValueError, match=r"No stream stage declares 'shuffle'"):
+        apply_op(("shuffle", None), fn.range(4), level="stream")
+
+
 def test_a_spec_with_the_wrong_number_of_values_is_refused() -> None:
     with pytest.raises(ValueError, match=r"must hold 3 values .*\(slice: 3\)"):
         apply_op(("slice", 1), fn.range(4))
