@@ -34,6 +34,11 @@ def test_kinds_lists_the_arguments_then_the_keywords_in_order() -> None:
     assert RandomStage("map_with_index").kinds() == ()
 
 
+def test_a_declaration_does_not_lead_unless_it_says_so() -> None:
+    assert not RandomStage("seed", (ArgumentKind.SEED,), in_grain=True).leads
+    assert RandomStage("seed", (ArgumentKind.SEED,), leads=True).leads
+
+
 def test_a_declaration_is_a_frozen_value() -> None:
     stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
     assert stage == RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)

@@ -35,6 +35,7 @@ from grainfn._src.testing.specs import (
     declared_kinds,
     declared_stages,
     sample_head,
+    sample_leads,
     sample_op,
     stream_specs,
 )
@@ -239,6 +240,30 @@ def test_the_heads_of_each_strategy_are_mix_and_concatenate_and_a_stream_mix() -
     assert sorted(declared_heads(INTEGERS, "stream")) == ["mix"]
     assert sorted(declared_heads(INTEGERS, "stream", grain_only=True)) == ["mix"]
     assert not set(declared_kinds(EVERY, "dataset")) & {"mix", "concatenate"}
+
+
+@pytest.mark.parametrize("level", ["dataset", "stream"])
+def test_the_seed_is_the_one_stage_the_strategies_may_put_first(level: Any) -> None:
+    kinds = declared_kinds(EVERY, level)
+    assert [name for name, stage in kinds.items() if stage.leads] == ["seed"]
+    assert kinds["seed"].kinds() == (ArgumentKind.SEED,)
+    leads = st.composite(lambda draw: sample_leads(draw, kinds, EVERY))()
+    assert find(leads, lambda specs: not specs, settings=ONCE) == []
+    (seed,) = find(leads, bool, settings=ONCE)
+    assert seed[0] == "seed" and 0 <= seed[1] < 2**32
+
+
+def test_a_made_up_leading_stage_is_put_first_by_the_strategies() -> None:
+    class FirstLimit(LimitedStream):
+        __module__ = "grainfn._src.stages.first_limit"
+        random_stage = RandomStage("limit", (ArgumentKind.COUNT,), name="first", leads=True)
+
+    drawn = find(stream_specs(), lambda spec: spec[1:] and spec[1][0] == "first", settings=ONCE)
+    built = build_stream((LEAVES["stream"][0], drawn[1]))
+    assert isinstance(built, LimitedStream) and built.count == drawn[1][1]
+    del FirstLimit
+    gc.collect()
+    assert "first" not in declared_kinds()
 
 
 def test_a_mix_draws_one_weight_per_component_or_none() -> None:

@@ -90,6 +90,9 @@ class RandomStage:
             with Grain too.
         name: The stage's name in a spec, `function` unless given (two forms
             of one function need two names).
+        leads: Whether the strategies also put it first in a pipeline, half
+            the time (`seed`: the pipeline's seed), besides drawing it among
+            the stages.
 
     Examples:
         >>> stage = RandomStage("take_while", (ArgumentKind.PREDICATE,))
@@ -106,6 +109,7 @@ class RandomStage:
     keywords: tuple[tuple[str, ArgumentKind], ...] = ()
     in_grain: bool = False
     name: str = ""
+    leads: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.function, str) or not self.function.isidentifier():

@@ -26,7 +26,7 @@ T = TypeVar("T")
 class SeededDataset(IndexStage[T]):
     """Passes elements through and seeds the random stages downstream of it."""
 
-    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
+    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True, leads=True)
     takes_wide_offsets = True  # its device form takes Wide offsets
 
     seed: int
@@ -54,7 +54,7 @@ class SeededStream(PassThroughStream):
 
     spec_rule = SpecRule.PARENT
     next_index_rule = NextIndexRule.PARENT
-    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
+    random_stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True, leads=True)
 
     seed: int
 

@@ -25,8 +25,8 @@ from grainfn._src.testing.specs import (
     declared_heads,
     declared_kinds,
     sample_head,
+    sample_leads,
     sample_op,
-    seeds,
 )
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
@@ -63,9 +63,8 @@ def device_dataset_specs(
     # which would promote an int32 source's rows in one component only.
     op = device_op(batch, elements=leaf_kind in PLAIN_LEAVES, with_index=head_kind is None)
     ops = draw(st.lists(op, max_size=5))
-    if draw(st.booleans()):
-        ops.insert(0, ("seed", draw(seeds)))
-    return (head, *ops)
+    leads = sample_leads(draw, declared_kinds(DEVICE, "dataset", on_device=True), DEVICE)
+    return (head, *leads, *ops)
 
 
 DEVICE = Functions(MAPS, {}, {}, with_index=True, jax_draws=True)

@@ -6,9 +6,11 @@ combines sub-specs, such as `("mix", parts, weights)`) then stages. The
 stages and the combining heads are those that declare `random_stage` in their
 own modules (`grainfn._src.core.random_stage`), found by `declared_kinds` and
 `declared_heads`; each spec holds the values of its arguments, drawn by their
-kinds (`ARGUMENTS`; a head's components and weights by `sample_head`).
-`build_dataset` and `build_stream` turn a spec into grainfn values; the stage
-functions are module-level, so built pipelines pickle.
+kinds (`ARGUMENTS`; a head's components and weights by `sample_head`). A
+stage that declares it `leads` (`seed`) is also put first in a pipeline, half
+the time (`sample_leads`). `build_dataset` and `build_stream` turn a spec
+into grainfn values; the stage functions are module-level, so built
+pipelines pickle.
 """
 
 from __future__ import annotations
@@ -293,8 +295,24 @@ def sample_op(
 ) -> tuple[Any, ...]:
     """A spec `(name, *values)` of one of `kinds` (from `declared_kinds`), its values drawn."""
     name = draw(st.sampled_from(sorted(kinds)))
-    values = [draw(ARGUMENTS[kind].values(functions)) for kind in kinds[name].kinds()]
-    return (name, *(value for drawn in values for value in drawn))
+    return _sample_values(draw, kinds[name], functions)
+
+
+def _sample_values(draw: Draw, stage: RandomStage, functions: Functions) -> tuple[Any, ...]:
+    """A spec `(name, *values)` of `stage`, its values drawn."""
+    values = [draw(ARGUMENTS[kind].values(functions)) for kind in stage.kinds()]
+    return (stage.name, *(value for drawn in values for value in drawn))
+
+
+def sample_leads(
+    draw: Draw, kinds: Mapping[str, RandomStage], functions: Functions
+) -> list[tuple[Any, ...]]:
+    """The specs that lead a pipeline: of each of `kinds` that `leads`, half the time.
+
+    The strategies put them before the stages they draw (a pipeline's `seed`).
+    """
+    leads = [kinds[name] for name in sorted(kinds) if kinds[name].leads]
+    return [_sample_values(draw, stage, functions) for stage in leads if draw(st.booleans())]
 
 
 def sample_head(
@@ -451,9 +469,8 @@ def dataset_specs(
     else:
         head = ("range", draw(st.integers(1, 40)))
     ops = draw(st.lists(unary_op(functions=functions), max_size=5))
-    if draw(st.booleans()):
-        ops.insert(0, ("seed", draw(seeds)))
-    return (head, *ops)
+    leads = sample_leads(draw, declared_kinds(functions, "dataset", grain_only=True), functions)
+    return (head, *leads, *ops)
 
 
 def build_dataset(spec: tuple[Any, ...], functions: Functions = INTEGERS) -> Dataset:
@@ -504,9 +521,8 @@ def stream_specs(
         base = draw(base_specs.filter(lambda s: not _infinite(s)))
         head = ("stream", base, draw(st.booleans()))
     ops = draw(st.lists(stream_op(functions, grain_only), max_size=5))
-    if draw(st.booleans()):
-        ops.insert(0, ("seed", draw(seeds)))
-    return (head, *ops)
+    leads = sample_leads(draw, declared_kinds(functions, "stream", grain_only), functions)
+    return (head, *leads, *ops)
 
 
 def _infinite(spec: tuple[Any, ...]) -> bool:
