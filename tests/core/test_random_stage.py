@@ -39,6 +39,20 @@ def test_a_declaration_does_not_lead_unless_it_says_so() -> None:
     assert RandomStage("seed", (ArgumentKind.SEED,), leads=True).leads
 
 
+def grain_limit(grain: object, count: int, stream: object) -> object:
+    return (grain, count, stream)
+
+
+def test_a_grain_twin_is_a_function_of_a_stage_in_grain() -> None:
+    assert RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True).grain_twin is None
+    stage = RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True, grain_twin=grain_limit)
+    assert stage.grain_twin is grain_limit
+    with pytest.raises(ValueError, match=r"'limit' grain_twin must be a function, of a stage in_"):
+        RandomStage("limit", (ArgumentKind.COUNT,), grain_twin=grain_limit)
+    with pytest.raises(ValueError, match=r"got 'LimitIterDataset' with in_grain=True"):
+        RandomStage("limit", in_grain=True, grain_twin="LimitIterDataset")  # type: ignore[arg-type]
+
+
 def test_a_declaration_is_a_frozen_value() -> None:
     stage = RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)
     assert stage == RandomStage("seed", (ArgumentKind.SEED,), in_grain=True)

@@ -2,22 +2,21 @@
 
 The builders take the Grain module to use, so the same code builds a pipeline
 with Grain itself and with grainfn's Grain API (`import grainfn as grain`).
+Each stage is built from its declaration (`RandomStage`): its Grain twin is
+`ds.<function>(...)` (a head's `MapDataset.<function>(...)`, `IterDataset`'s
+for streams) with the arguments its function of `grainfn.fn` takes, or the
+`grain_twin` it declares where Grain's API differs (`take`, a stream's `limit`
+and `repeat`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from grainfn.testing import (
-    FILTERS,
-    MAPS,
-    RANDOM_MAPS,
-    build_dataset,
-    build_stream,
-    dataset_specs,
-    stream_specs,
-    with_index,
-)
+from grainfn._src.core.random_stage import RandomStage
+from grainfn._src.testing.specs import INTEGERS, Level, call_arguments, declared_stage
+from grainfn.testing import build_dataset, build_stream, dataset_specs, stream_specs
 
 __all__ = [
     "apply_grain",
@@ -26,6 +25,7 @@ __all__ = [
     "build_grain_stream",
     "build_stream",
     "dataset_specs",
+    "grain_head",
     "stream_specs",
 ]
 
@@ -42,68 +42,53 @@ def build_grain(spec: tuple[Any, ...], grain: Any = None) -> Any:
     head, *ops = spec
     if head[0] == "range":
         ds = grain.MapDataset.range(head[1])
-    elif head[0] == "mix":
-        ds = grain.MapDataset.mix([build_grain(p, grain) for p in head[1]], head[2])
     else:
-        ds = grain.MapDataset.concatenate([build_grain(p, grain) for p in head[1]])
+        ds = grain_head(head, lambda part: build_grain(part, grain), "dataset", grain)
     for op in ops:
         ds = apply_grain(op, ds, grain)
     return ds
 
 
 def apply_grain(op: tuple[Any, ...], ds: Any, grain: Any) -> Any:
-    """`ds` through the stage of a map-level spec op, built with `grain`."""
-    kind = op[0]
-    if kind == "seed":
-        return ds.seed(op[1])
-    if kind == "shuffle":
-        return ds.shuffle(seed=op[1])
-    if kind == "slice":
-        return ds.slice(slice(*op[1:]))
-    if kind == "take":
-        return _grain_take(ds, [p % len(ds) for p in op[1]] if len(ds) else [], grain)
-    if kind == "repeat":
-        return ds.repeat(op[1], reseed_each_epoch=op[2])
-    if kind == "map":
-        return ds.map(MAPS[op[1]])
-    if kind == "random_map":
-        return ds.random_map(RANDOM_MAPS[op[1]], seed=op[2])
-    if kind == "map_with_index":
-        return ds.map_with_index(with_index)
-    if kind == "filter":
-        return ds.filter(FILTERS[op[1]])
-    return ds.batch(op[1], drop_remainder=op[2])
+    """`ds` through the Grain twin of a spec op's stage, at `ds`'s level, built with `grain`."""
+    level: Level = "stream" if isinstance(ds, grain.IterDataset) else "dataset"
+    stage = twin_of(declared_stage(level, op[0]))
+    length = None if level == "stream" else len(ds)
+    positional, keywords = call_arguments(stage, op, INTEGERS, length)
+    if stage.grain_twin is not None:
+        return stage.grain_twin(grain, *positional, ds, **keywords)
+    return getattr(ds, stage.function)(*positional, **keywords)
 
 
-def _grain_take(ds: Any, positions: list[int], grain: Any) -> Any:
-    """Grain has no positional selection; `select_from_datasets` with a table is its equivalent."""
+def grain_head(
+    head: tuple[Any, ...], build: Callable[[tuple[Any, ...]], Any], level: Level, grain: Any
+) -> Any:
+    """The Grain twin of a head spec's stage, each component built by `build`, with `grain`."""
+    stage = twin_of(declared_stage(level, head[0], heads=True))
+    positional, keywords = call_arguments(stage, head, INTEGERS, build=build)
+    if stage.grain_twin is not None:
+        return stage.grain_twin(grain, *positional, **keywords)
+    kind = grain.MapDataset if level == "dataset" else grain.IterDataset
+    return getattr(kind, stage.function)(*positional, **keywords)
 
-    class Table:
-        def __len__(self) -> int:
-            return len(positions)
 
-        def __getitem__(self, index: int) -> tuple[int, int]:
-            epoch, offset = divmod(index, len(positions))
-            return 0, positions[offset] + epoch * len(ds)
-
-    return grain.MapDataset.select_from_datasets([ds], Table())
+def twin_of(stage: RandomStage) -> RandomStage:
+    """`stage`, which must have a Grain twin (`in_grain`)."""
+    if not stage.in_grain:
+        raise ValueError(f"Grain has no twin of {stage.name!r}: its declaration is not in_grain.")
+    return stage
 
 
 def build_grain_stream(spec: tuple[Any, ...], grain: Any = None) -> Any:
     """The IterDataset of a stream spec, built with `grain` (Grain itself by default)."""
     grain = grain or grain_module()
     head, *ops = spec
-    if head[0] == "mix":
-        stream = grain.IterDataset.mix([build_grain_stream(p, grain) for p in head[1]], head[2])
-    else:
+    if head[0] == "stream":
         stream = build_grain(head[1], grain).to_iter_dataset(
             grain.ReadOptions(num_threads=0), allow_nones=head[2]
         )
+    else:
+        stream = grain_head(head, lambda part: build_grain_stream(part, grain), "stream", grain)
     for op in ops:
-        if op[0] == "limit":
-            stream = grain.experimental.LimitIterDataset(stream, op[1])
-        elif op[0] == "repeat":
-            stream = grain.experimental.RepeatIterDataset(stream, op[1])
-        else:
-            stream = apply_grain(op, stream, grain)
+        stream = apply_grain(op, stream, grain)
     return stream

@@ -13,12 +13,17 @@ A stage that combines several pipelines (mix, concatenate) declares a
 its components being specs of its own level, and its pipeline is
 `getattr(grainfn.fn, function)(*arguments, **keywords)` with the built
 components in the place of `COMPONENTS`.
+
+A stage that Grain has too (`in_grain`) is built from the same declaration
+with Grain's API, which grainfn's facade shares: its Grain twin, the oracle
+of the differential tests (`tests/support/pipelines.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from typing import Any
 
 
@@ -81,6 +86,12 @@ class RandomStage:
     a tuple of them where it is drawn in several forms (`random_map` with
     numpy draws, and with jax keys).
 
+    Its Grain twin, where it is `in_grain`, is built with Grain's API (Grain's
+    module, or grainfn's facade of it) from the same arguments:
+    `data.<function>(*arguments, **keywords)`, a head
+    `MapDataset.<function>(*arguments, **keywords)` (`IterDataset` for
+    streams), unless it declares a `grain_twin`.
+
     Attributes:
         function: The stage's function in `grainfn.fn`.
         arguments: The kinds of its arguments before the data, in order.
@@ -90,6 +101,9 @@ class RandomStage:
             with Grain too.
         name: The stage's name in a spec, `function` unless given (two forms
             of one function need two names).
+        grain_twin: Where Grain's API has no call of the function's name that
+            takes its arguments: `grain_twin(grain, *arguments, data,
+            **keywords)` builds it with `grain` (a head's takes no data).
         leads: Whether the strategies also put it first in a pipeline, half
             the time (`seed`: the pipeline's seed), besides drawing it among
             the stages.
@@ -109,6 +123,7 @@ class RandomStage:
     keywords: tuple[tuple[str, ArgumentKind], ...] = ()
     in_grain: bool = False
     name: str = ""
+    grain_twin: Callable[..., Any] | None = None
     leads: bool = False
 
     def __post_init__(self) -> None:
@@ -142,6 +157,11 @@ class RandomStage:
             raise ValueError(
                 f"RandomStage {self.function!r} may take COMPONENTS once, and OPTIONAL_WEIGHTS "
                 f"(one per component) only after it, got {[kind.name for kind in kinds]}."
+            )
+        if self.grain_twin is not None and not (self.in_grain and callable(self.grain_twin)):
+            raise ValueError(
+                f"RandomStage {self.function!r} grain_twin must be a function, of a stage "
+                f"in_grain, got {self.grain_twin!r} with in_grain={self.in_grain}."
             )
         if not self.name:
             object.__setattr__(self, "name", self.function)

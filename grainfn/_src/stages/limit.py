@@ -27,12 +27,19 @@ class LimitState(NamedTuple, Generic[records.Parent]):
     parent: records.Parent
 
 
+def _grain_limit(grain: Any, count: int, stream: Any) -> Any:
+    """A stream's limit with Grain's API, which holds it as a class, not a method."""
+    return grain.experimental.LimitIterDataset(stream, count)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class LimitedStream(WrappingStream[Any, LimitState[Any]]):
     """At most `count` elements of the parent."""
 
     spec_rule = SpecRule.PARENT
-    random_stage = RandomStage("limit", (ArgumentKind.COUNT,), in_grain=True)
+    random_stage = RandomStage(
+        "limit", (ArgumentKind.COUNT,), in_grain=True, grain_twin=_grain_limit
+    )
 
     count: int
     record = LimitState

@@ -93,6 +93,11 @@ class RepeatState(NamedTuple, Generic[records.Parent]):
     parent: records.Parent
 
 
+def _grain_repeat(grain: Any, num_epochs: int | None, stream: Any) -> Any:
+    """A stream repeated with Grain's API, which holds it as a class, not a method."""
+    return grain.experimental.RepeatIterDataset(stream, num_epochs)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
     """The parent's elements again and again, `num_epochs` times or forever (None).
@@ -103,7 +108,9 @@ class RepeatedStream(WrappingStream[Any, RepeatState[Any]]):
     """
 
     spec_rule = SpecRule.PARENT
-    random_stage = RandomStage("repeat", (ArgumentKind.EPOCHS,), in_grain=True)
+    random_stage = RandomStage(
+        "repeat", (ArgumentKind.EPOCHS,), in_grain=True, grain_twin=_grain_repeat
+    )
 
     num_epochs: int | None
     record = RepeatState

@@ -68,12 +68,34 @@ class SlicedDataset(IndexStage[T]):
         return parent.at(move)
 
 
+@dataclasses.dataclass(frozen=True)
+class _PositionTable:
+    """Positions of one dataset of `length`, epoch by epoch, as a Grain selection map."""
+
+    positions: tuple[int, ...]
+    length: int
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        epoch, offset = divmod(index, len(self.positions))
+        return 0, self.positions[offset] + epoch * self.length
+
+
+def _grain_take(grain: Any, positions: list[int], data: Any) -> Any:
+    """Positions picked with Grain's API, which has no table of them: its `select_from_datasets`."""
+    table = _PositionTable(tuple(positions), len(data))
+    return grain.MapDataset.select_from_datasets([data], table)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class PositionsDataset(IndexStage[T]):
     """The parent's positions listed in `positions`, epoch by epoch."""
 
-    # Grain reads the same positions through select_from_datasets with a table.
-    random_stage = RandomStage("slice", (ArgumentKind.POSITIONS,), in_grain=True, name="take")
+    random_stage = RandomStage(
+        "slice", (ArgumentKind.POSITIONS,), in_grain=True, name="take", grain_twin=_grain_take
+    )
 
     positions: tuple[int, ...]
 

@@ -9,7 +9,8 @@ own modules (`grainfn._src.core.random_stage`), found by `declared_kinds` and
 kinds (`ARGUMENTS`; a head's components and weights by `sample_head`). A
 stage that declares it `leads` (`seed`) is also put first in a pipeline, half
 the time (`sample_leads`). `build_dataset` and `build_stream` turn a spec
-into grainfn values; the stage functions are module-level, so built
+into grainfn values (`call_arguments` resolves a spec's values into its
+function's arguments); the stage functions are module-level, so built
 pipelines pickle.
 """
 
@@ -118,13 +119,16 @@ class Argument:
 
     Attributes:
         values: The strategy of its values in a spec, a tuple of `width` of them.
-        resolve: `(values, functions, data) -> argument` of the stage's function.
+        resolve: `(values, functions, length) -> argument` of the stage's function,
+            `length` the data's (None for a stream, or a head).
         allowed: Whether `functions` allow it (an empty table of them does not).
         width: How many values a spec holds for it.
     """
 
     values: Callable[[Functions], st.SearchStrategy[tuple[Any, ...]]]
-    resolve: Callable[[tuple[Any, ...], Functions, Any], Any] = lambda values, f, data: values[0]
+    resolve: Callable[[tuple[Any, ...], Functions, int | None], Any] = (
+        lambda values, functions, length: values[0]
+    )
     allowed: Callable[[Functions], bool] = lambda functions: True
     width: int = 1
 
@@ -138,7 +142,7 @@ def _named(table: str) -> Argument:
     """The name of one of `functions`' `table` (maps, random_maps, filters); its function."""
     return Argument(
         lambda functions: st.tuples(st.sampled_from(sorted(getattr(functions, table)))),
-        lambda values, functions, data: getattr(functions, table)[values[0]],
+        lambda values, functions, length: getattr(functions, table)[values[0]],
         lambda functions: bool(getattr(functions, table)),
     )
 
@@ -148,8 +152,9 @@ def _one_value(value: Any, allowed: Callable[[Functions], bool] = lambda f: True
     return Argument(lambda functions: st.just(()), lambda *_: value, allowed, width=0)
 
 
-def _positions(values: tuple[Any, ...], functions: Functions, data: Any) -> list[int]:
-    return [p % data.length for p in values[0]] if data.length else []
+def _positions(values: tuple[Any, ...], functions: Functions, length: int | None) -> list[int]:
+    """The positions held, taken modulo the data's length (none of empty data)."""
+    return [p % length for p in values[0]] if length else []
 
 
 _bound = st.one_of(st.none(), st.integers(-12, 12))
@@ -171,7 +176,7 @@ ARGUMENTS: dict[ArgumentKind, Argument] = {
     ArgumentKind.FLAG: Argument(_one(st.booleans())),
     ArgumentKind.SLICE: Argument(
         lambda functions: st.tuples(_bound, _bound, _step),
-        lambda values, functions, data: slice(*values),
+        lambda values, functions, length: slice(*values),
         width=3,
     ),
     ArgumentKind.POSITIONS: Argument(
@@ -277,8 +282,8 @@ def _drawn(
     }
 
 
-def _declared(level: Level, name: str, heads: bool) -> RandomStage:
-    """The stage (or the head) that declares `name` at `level`.
+def declared_stage(level: Level, name: str, heads: bool = False) -> RandomStage:
+    """The stage (or, with `heads`, the head) that declares `name` at `level`.
 
     Raises:
         ValueError: for a name no such declaration has, naming those that do.
@@ -367,11 +372,44 @@ def _held(stage: RandomStage, spec: tuple[Any, ...]) -> list[tuple[ArgumentKind,
     return held
 
 
-def _call(stage: RandomStage, resolved: list[Any], data: tuple[Any, ...]) -> Any:
-    """`stage`'s function of grainfn.fn called on its resolved arguments, `data` after them."""
+def call_arguments(
+    stage: RandomStage,
+    spec: tuple[Any, ...],
+    functions: Functions = INTEGERS,
+    length: int | None = None,
+    build: Callable[[tuple[Any, ...]], Any] | None = None,
+) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments of `stage`'s function that `spec`'s values resolve to: positional, keywords.
+
+    Its data, if any, goes after the positional ones; Grain's API takes the
+    same (`RandomStage`'s Grain twin).
+
+    Args:
+        stage: The declaration of the spec's stage or head.
+        spec: `(name, *values)`, from `sample_op` or `sample_head`.
+        functions: The element functions that the values name.
+        length: The length of the stage's data (None for a stream, or a head).
+        build: For a head, what builds each of its components' specs.
+
+    Examples:
+        >>> shuffle = declared_stage("dataset", "shuffle")
+        >>> call_arguments(shuffle, ("shuffle", 7))
+        ([], {'seed': 7})
+        >>> call_arguments(declared_stage("dataset", "take"), ("take", (1, 5)), length=4)
+        ([[1, 1]], {})
+    """
+    resolved = []
+    for kind, values in _held(stage, spec):
+        if kind is ArgumentKind.COMPONENTS:
+            if build is None:
+                raise ValueError(f"{stage.name!r} is a head: give a build of its components.")
+            resolved.append([build(part) for part in values[0]])
+        elif kind in COMPONENT_KINDS:
+            resolved.append(values[0])
+        else:
+            resolved.append(ARGUMENTS[kind].resolve(values, functions, length))
     positional, keywords = resolved[: len(stage.arguments)], resolved[len(stage.arguments) :]
-    named = {keyword: value for (keyword, _), value in zip(stage.keywords, keywords)}
-    return getattr(fn, stage.function)(*positional, *data, **named)
+    return positional, {keyword: value for (keyword, _), value in zip(stage.keywords, keywords)}
 
 
 def apply_op(
@@ -386,11 +424,10 @@ def apply_op(
         ValueError: for a name no stage at that level declares, naming those that do.
     """
     level = level or ("stream" if isinstance(data, Stream) else "dataset")
-    stage = _declared(level, op[0], heads=False)
-    resolved = [
-        ARGUMENTS[kind].resolve(values, functions, data) for kind, values in _held(stage, op)
-    ]
-    return _call(stage, resolved, (data,))
+    stage = declared_stage(level, op[0])
+    length = data.length if isinstance(data, Dataset) else None
+    positional, keywords = call_arguments(stage, op, functions, length)
+    return getattr(fn, stage.function)(*positional, data, **keywords)
 
 
 def build_head(
@@ -404,16 +441,9 @@ def build_head(
     Raises:
         ValueError: for a name no head at `level` declares, naming those that do.
     """
-    stage = _declared(level, head[0], heads=True)
-    resolved = []
-    for kind, values in _held(stage, head):
-        if kind is ArgumentKind.COMPONENTS:
-            resolved.append([build(part) for part in values[0]])
-        elif kind is ArgumentKind.OPTIONAL_WEIGHTS:
-            resolved.append(values[0])
-        else:
-            resolved.append(ARGUMENTS[kind].resolve(values, functions, None))
-    return _call(stage, resolved, ())
+    stage = declared_stage(level, head[0], heads=True)
+    positional, keywords = call_arguments(stage, head, functions, build=build)
+    return getattr(fn, stage.function)(*positional, **keywords)
 
 
 def components_of(head: tuple[Any, ...], level: Level = "dataset") -> tuple[Any, ...]:
@@ -537,7 +567,7 @@ def _infinite(spec: tuple[Any, ...]) -> bool:
 
 def _endless(op: tuple[Any, ...]) -> bool:
     """Whether a map-level stage's spec holds no number of epochs (`OPTIONAL_EPOCHS` None)."""
-    held = _held(_declared("dataset", op[0], heads=False), op)
+    held = _held(declared_stage("dataset", op[0], heads=False), op)
     return any(kind is ArgumentKind.OPTIONAL_EPOCHS and values == (None,) for kind, values in held)
 
 
