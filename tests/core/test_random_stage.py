@@ -9,7 +9,8 @@ import pytest
 from grainfn._src.core.dataset import dataset_kinds
 from grainfn._src.core.random_stage import ArgumentKind, RandomStage, random_stages
 from grainfn._src.core.stream import stage_kinds
-from grainfn._src.stages.mix import ConcatenatedDataset, MixedDataset, MixedStream
+from grainfn._src.stages.mix import ConcatenatedDataset, MixedDataset, MixedStream, SelectedDataset
+from grainfn._src.stages.zip import ZippedDataset, ZippedStream
 
 
 def test_a_declaration_is_named_by_its_function_unless_given_a_name() -> None:
@@ -32,6 +33,11 @@ def test_kinds_lists_the_arguments_then_the_keywords_in_order() -> None:
     )
     assert stage.kinds() == (ArgumentKind.KEY_MAP, ArgumentKind.SEED, ArgumentKind.JAX_RNG)
     assert RandomStage("map_with_index").kinds() == ()
+
+
+def test_a_declaration_is_drawn_unless_it_says_so() -> None:
+    assert RandomStage("zip", (ArgumentKind.COMPONENTS,)).drawn
+    assert not RandomStage("zip", (ArgumentKind.COMPONENTS,), drawn=False).drawn
 
 
 def test_a_declaration_does_not_lead_unless_it_says_so() -> None:
@@ -138,11 +144,20 @@ def test_a_stage_with_components_combines_pipelines() -> None:
         (ArgumentKind.COMPONENTS, ArgumentKind.COMPONENTS),
         (ArgumentKind.OPTIONAL_WEIGHTS,),
         (ArgumentKind.OPTIONAL_WEIGHTS, ArgumentKind.COMPONENTS),
+        (ArgumentKind.SELECTION_MAP,),
+        (ArgumentKind.SELECTION_MAP, ArgumentKind.COMPONENTS),
     ],
 )
 def test_components_come_once_and_weights_only_after_them(arguments: object) -> None:
     with pytest.raises(ValueError, match=r"COMPONENTS once, and OPTIONAL_WEIGHTS .* only after"):
         RandomStage("mix", arguments)  # type: ignore[arg-type]
+
+
+def test_a_selection_map_follows_components() -> None:
+    stage = RandomStage(
+        "select_from_datasets", (ArgumentKind.COMPONENTS, ArgumentKind.SELECTION_MAP)
+    )
+    assert stage.combines and stage.kinds()[-1] is ArgumentKind.SELECTION_MAP
 
 
 def test_weights_may_follow_components_as_a_keyword() -> None:
@@ -160,4 +175,6 @@ def test_the_heads_of_grainfn_declare_their_components() -> None:
         for kind in [*dataset_kinds(), *stage_kinds()]
         if any(stage.combines for stage in random_stages(kind))
     }
-    assert heads == {MixedDataset, ConcatenatedDataset, MixedStream}
+    drawn = {kind for kind in heads if all(stage.drawn for stage in random_stages(kind))}
+    assert drawn == {MixedDataset, ConcatenatedDataset, MixedStream}
+    assert heads - drawn == {SelectedDataset, ZippedDataset, ZippedStream}

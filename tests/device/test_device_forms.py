@@ -2,8 +2,9 @@
 
 The stages come from the registry: every dataset stage that declares
 `random_stage` is sampled from its declaration (a head, such as mix, over
-ranges), and the few stage kinds with a device form that random pipelines do
-not draw from a declaration are listed in `UNDRAWN`, each with its reason; a
+ranges), those the random pipelines do not draw (select_from_datasets, zip)
+too, and the leaves of specs, which have a device form but no declaration,
+are listed in `UNDRAWN`, each with its reason; a
 test keeps that list equal to the stage kinds it must hold. The docs' table
 of what runs on device and `to_jax`'s docstring are checked against the
 stages themselves, so a stage that gains a device form cannot be left out of
@@ -45,22 +46,16 @@ UNDRAWN: dict[str, tuple[Dataset[Any], str]] = {
         fn.source(np.arange(4, dtype=np.int32)),
         "a leaf of the device specs (device_source): rows of a dtype, not arguments",
     ),
-    "select_from_datasets": (
-        fn.select_from_datasets([fn.range(4)], [(0, 1)]),
-        "its selection table is the user's own data; `take` draws positions instead",
-    ),
 }
-"""The stage kinds with a device form that random pipelines do not draw from a
-`random_stage` declaration: a sample of each, by its function, and why. `range`
-and `source` are the leaves of specs, which stages and heads (mix, concatenate:
-declared) build on; `select_from_datasets` is the one stage left."""
+"""The stage kinds with a device form that declare no `random_stage`: a sample of each,
+by its function, and why. `range` and `source` are the leaves of specs, which stages and
+heads (mix, concatenate, select_from_datasets: declared) build on."""
 
 REFUSED: dict[str, Dataset[Any]] = {
     "flat_map": fn.flat_map(lambda x: [x], fn.range(4), max_fan_out=1),
-    "zip": fn.zip([fn.range(4), fn.range(4)]),
 }
-"""Stage kinds without a device form that random pipelines do not draw, whose refusals
-are checked here with the declared ones' (filter)."""
+"""Stage kinds without a device form that declare no `random_stage`, whose refusals are
+checked here with the declared ones' (filter, zip)."""
 
 
 def drawn_sample(stage: RandomStage, functions: Functions) -> Dataset[Any]:
@@ -86,11 +81,12 @@ def declared_samples() -> dict[str, tuple[str, Dataset[Any]]]:
     """A sample of each declared dataset stage, by its name: `(its function, the dataset)`.
 
     A stage with a device form is drawn as the device pipelines draw it, any
-    other as the host pipelines do.
+    other as the host pipelines do; those that random pipelines leave out
+    (`RandomStage.drawn`) too.
     """
     on_device = {
-        **declared_kinds(DEVICE, "dataset", on_device=True),
-        **declared_heads(DEVICE, "dataset", on_device=True),
+        **declared_kinds(DEVICE, "dataset", on_device=True, undrawn=True),
+        **declared_heads(DEVICE, "dataset", on_device=True, undrawn=True),
     }
     samples = {}
     for kind, stage in declared_stages("dataset"):
@@ -150,7 +146,7 @@ def test_every_stage_kind_with_a_device_form_is_drawn_or_listed_undrawn() -> Non
     assert all(reason for _, reason in UNDRAWN.values())
 
 
-def test_every_declared_stage_with_a_device_form_is_drawn_by_the_device_pipelines() -> None:
+def test_every_declared_stage_with_a_device_form_is_sampled_as_the_device_pipelines_draw() -> None:
     declared = {kind for kind, _ in declared_stages("dataset")}
     drawn = {type(ds) for _, ds in DECLARED.values() if ds.has_device_form}
     assert declared & device_kinds() == drawn

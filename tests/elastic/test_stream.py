@@ -304,7 +304,11 @@ UNDRAWN: dict[str, tuple[str, Callable[[fn.Stream, int], fn.Stream], str]] = {
         "declared at map level only: random stream pipelines do not draw it",
     ),
     "cache": ("CachedStream", lambda kept, seed: fn.cache(kept), NO_DECLARATION),
-    "zip": ("ZippedStream", lambda kept, seed: fn.zip([kept, fn.map(str, kept)]), NO_DECLARATION),
+    "zip": (
+        "ZippedStream",
+        lambda kept, seed: fn.zip([kept, fn.map(str, kept)]),
+        "a declared head the random pipelines do not draw (its tuples)",
+    ),
     "timed": ("TimedStream", lambda kept, seed: fn.timed(kept), NO_DECLARATION),
     "first_fit": ("PackedStream", packing(fn.first_fit_pack), PACKING),
     "best_fit": ("PackedStream", packing(fn.best_fit_pack), PACKING),

@@ -23,11 +23,13 @@ from grainfn import fn
 from grainfn._src.testing.specs import (
     Functions,
     Level,
+    declared_stages,
 )
 
 from support.leaks import assert_nothing_left
 from support.registry import (
     FIXED_FUNCTIONS,
+    LEVELS,
     names,
     simplest_stage,
     undeclared,
@@ -457,10 +459,14 @@ COVERED: dict[str, str] = {
     "ObjectDataset": "a user's MapDataset",
     "SampledDataset": "a DataLoader data source",
 }
-"""The stage kinds without a declaration that call a user's function: the KINDS entry of each."""
+"""The stage kinds without a declaration, or declared as heads (which are not drawn over a
+stage's data), that call a user's function: the KINDS entry of each."""
 
 NO_USER_FUNCTION: dict[str, str] = {
     "ZippedDataset": "it reads its parents in step",
+    "MixedDataset": "it reads its parents in turn",
+    "ConcatenatedDataset": "it reads its parents one after another",
+    "MixedStream": "it reads its parents in turn",
     "RangeDataset": "it computes its integers",
     "InNamedThreads": "an executor: it reads its parent (PATHS 'ReadOptions threads')",
     "HostRows": "the elastic iterator's rows: it reads its parent (PATHS 'ElasticIterator')",
@@ -488,7 +494,8 @@ NO_USER_FUNCTION: dict[str, str] = {
     "ParquetFileStream": "it reads parquet files",
     "TFRecordStream": "it reads TFRecord files",
 }
-"""The stage kinds without a declaration that call no function of a user's, and what they do."""
+"""The stage kinds without a declaration, or declared as heads, that call no function of a
+user's, and what they do."""
 
 
 IN_A_STREAM = rf"{AT_STREAM_ELEMENT}|reading element 5 of its stream"
@@ -504,7 +511,8 @@ def test_every_declared_stage_that_calls_a_user_function_raises_it(level: Level,
 def test_every_stage_kind_that_calls_a_user_function_is_drawn_or_in_kinds() -> None:
     assert user_function_kinds() - set(DRAWN) == set(FIXED_FUNCTIONS), "declared, so drawn"
     assert all(name in KINDS for level, name in FIXED_FUNCTIONS if name != "random_map_jax")
-    kinds = set(names(undeclared("dataset") | undeclared("stream")))
+    heads = {kind for level in LEVELS for kind, stage in declared_stages(level) if stage.combines}
+    kinds = set(names(undeclared("dataset") | undeclared("stream") | heads))
     missing = sorted(kinds - set(COVERED) - set(NO_USER_FUNCTION))
     assert not missing, f"{missing}: declare random_stage, or add to COVERED or NO_USER_FUNCTION"
     assert set(COVERED) | set(NO_USER_FUNCTION) <= kinds, "declared, so drawn, or no stage kind"

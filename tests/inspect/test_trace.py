@@ -96,8 +96,8 @@ HEADS: dict[str, str] = {
     "TimedDataset": "test_timed_stages_add_no_rows",
 }
 """The stage kinds that `_head` or a test here builds, without a declaration or declared
-as heads (mix, concatenate: `RandomStage.combines`, which `_head` builds over tagged
-sources): which."""
+as heads (mix, concatenate, select_from_datasets: `RandomStage.combines`, which `_head`
+builds over tagged sources): which."""
 
 UNTRACED: dict[str, str] = {
     "ZippedDataset": "trace refuses it (test_a_stage_that_cannot_say_is_named)",

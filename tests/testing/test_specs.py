@@ -16,9 +16,14 @@ from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.reading import iterate
 from grainfn._src.core.stream import Stream
 from grainfn._src.stages.limit import LimitedStream
-from grainfn._src.stages.mix import MixedDataset
+from grainfn._src.stages.mix import MixedDataset, SelectedDataset
 from grainfn._src.stages.zip import ZippedDataset
-from grainfn._src.testing.device_specs import DEVICE, build_device_dataset, device_dataset_specs
+from grainfn._src.testing.device_specs import (
+    DEVICE,
+    DEVICE_SOURCES,
+    build_device_dataset,
+    device_dataset_specs,
+)
 from grainfn._src.testing.specs import (
     ARGUMENTS,
     COMPONENT_KINDS,
@@ -78,7 +83,8 @@ HEADS = [
     for _, stage in declared_stages(level)
     if stage.combines
 ]
-"""Every head the registry declares (a stage that combines pipelines), by level and name."""
+"""Every head the registry declares (a stage that combines pipelines), by level and name:
+those the strategies draw and those they do not (`RandomStage.drawn`)."""
 
 LEAVES = {"dataset": (("range", 5),), "stream": (("stream", (("range", 5),), False),)}
 """The simplest spec of each level, for a head's components."""
@@ -167,12 +173,24 @@ def test_the_strategies_draw_only_their_declared_stages(
         inner = ops(head[1]) if head[0] == "stream" else []
         return rest + inner + [op for part in parts for op in ops(part, level)]
 
+    def heads(spec: Any, level: Any = "dataset") -> list[tuple[str, str]]:
+        head = spec[0]
+        inner = heads(head[1]) if head[0] == "stream" else []
+        parts = [name for part in components_of(head, level) for name in heads(part, level)]
+        return [(level, head[0]), *inner, *parts]
+
     grain_datasets = declared_kinds(INTEGERS, "dataset", grain_only=True)
     grain_streams = declared_kinds(INTEGERS, "stream", grain_only=True)
     on_device = declared_kinds(DEVICE, "dataset", on_device=True)
     assert all(op[0] in grain_datasets for op in ops(dataset))
     assert all(op[0] in grain_streams or op[0] in grain_datasets for op in ops(stream, "stream"))
     assert all(op[0] in on_device for op in ops(device))
+    drawn = {
+        (level, name) for level in ("dataset", "stream") for name in declared_heads(EVERY, level)
+    }
+    leaves = {("dataset", "range"), ("stream", "stream"), *(("dataset", k) for k in DEVICE_SOURCES)}
+    found = {*heads(dataset), *heads(stream, "stream"), *heads(device)}
+    assert found <= drawn | leaves, found - drawn - leaves
 
 
 def test_a_spec_of_an_unknown_stage_is_refused_naming_the_declared_ones() -> None:
@@ -222,7 +240,7 @@ def test_two_classes_declaring_one_name_at_a_level_are_refused() -> None:
 def test_every_declared_head_is_sampled_and_built_as_its_class(
     level: Any, name: str, data: st.DataObject
 ) -> None:
-    heads = declared_heads(EVERY, level)
+    heads = declared_heads(EVERY, level, undrawn=True)
     head = data.draw(
         st.composite(lambda draw: sample_head(draw, {name: heads[name]}, st.just(LEAVES[level])))()
     )
@@ -240,6 +258,31 @@ def test_the_heads_of_each_strategy_are_mix_and_concatenate_and_a_stream_mix() -
     assert sorted(declared_heads(INTEGERS, "stream")) == ["mix"]
     assert sorted(declared_heads(INTEGERS, "stream", grain_only=True)) == ["mix"]
     assert not set(declared_kinds(EVERY, "dataset")) & {"mix", "concatenate"}
+
+
+def test_the_heads_the_strategies_do_not_draw_are_declared_all_the_same() -> None:
+    every = declared_heads(EVERY, "dataset", undrawn=True)
+    assert sorted(every) == ["concatenate", "mix", "select_from_datasets", "zip"]
+    assert sorted(declared_heads(EVERY, "stream", undrawn=True)) == ["mix", "zip"]
+    assert not every["zip"].drawn and not every["select_from_datasets"].drawn
+    assert sorted(declared_heads(EVERY, "dataset", grain_only=True, undrawn=True)) == [
+        "concatenate", "mix", "select_from_datasets"
+    ]  # fmt: skip
+    assert sorted(declared_heads(DEVICE, "dataset", on_device=True, undrawn=True)) == [
+        "concatenate", "mix", "select_from_datasets"
+    ]  # fmt: skip
+
+
+def test_a_selection_map_names_only_the_head_s_components() -> None:
+    stage = declared_heads(undrawn=True)["select_from_datasets"]
+    parts = st.sampled_from([(("range", 2),), (("range", 3),)])
+    heads = st.composite(lambda draw: sample_head(draw, {stage.name: stage}, parts))()
+    head = find(heads, lambda head: len(head[1]) == 3 and len(head[2]) == 6, settings=ONCE)
+    assert all(0 <= component < 3 and 0 <= position <= 5 for component, position in head[2])
+    built = build_head(head, build_dataset, "dataset")
+    lengths = [part[0][1] for part in head[1]]
+    assert type(built) is SelectedDataset
+    assert built.get_many(range(6)) == [position % lengths[c] for c, position in head[2]]
 
 
 @pytest.mark.parametrize("level", ["dataset", "stream"])
@@ -323,21 +366,12 @@ def test_a_made_up_head_declared_on_its_class_is_drawn_and_built() -> None:
 
 
 def test_a_head_s_other_arguments_are_drawn_and_passed_as_a_stage_s() -> None:
-    class StrictZip(ZippedDataset):
-        __module__ = "grainfn._src.stages.strict_zip"
-        random_stage = RandomStage(
-            "zip", (ArgumentKind.COMPONENTS,), (("strict", ArgumentKind.FLAG),), name="strict_zip"
-        )
-
-    stage = declared_heads(NO_FUNCTIONS)["strict_zip"]
+    stage = declared_heads(NO_FUNCTIONS, undrawn=True)["zip"]  # its strict is a FLAG
     ranges = st.sampled_from([(("range", 2),), (("range", 3),)])
-    heads = st.composite(lambda draw: sample_head(draw, {"strict_zip": stage}, ranges))()
+    heads = st.composite(lambda draw: sample_head(draw, {"zip": stage}, ranges))()
     strict = find(heads, lambda head: head[2] and len(set(head[1])) == 2, settings=ONCE)
     with pytest.raises(ValueError, match="strict"):
         build_head(strict, build_dataset, "dataset")
     loose = find(heads, lambda head: not head[2] and len(set(head[1])) == 2, settings=ONCE)
     built = build_head(loose, build_dataset, "dataset")
     assert type(built) is ZippedDataset and built.length == 2
-    del StrictZip
-    gc.collect()
-    assert "strict_zip" not in declared_heads(NO_FUNCTIONS)

@@ -32,7 +32,8 @@ class ArgumentKind(enum.Enum):
 
     Most kinds hold one value in a spec; `SLICE` holds three (start, stop,
     step), and `INDEX_MAP`, `KEY_MAP` and `JAX_RNG` none (they are one value).
-    `COMPONENTS` makes a stage a head (`RandomStage.combines`).
+    `COMPONENTS` makes a stage a head (`RandomStage.combines`); `OPTIONAL_WEIGHTS`
+    and `SELECTION_MAP` are drawn from its components.
     """
 
     PREDICATE = "predicate"
@@ -71,6 +72,12 @@ class ArgumentKind(enum.Enum):
     """The pipelines a head combines: 1 to 3 specs of its level, held in the spec as a tuple."""
     OPTIONAL_WEIGHTS = "optional_weights"
     """One weight in [0.1, 5] per component (a tuple), or None (uniform); after COMPONENTS."""
+    SELECTION_MAP = "selection_map"
+    """1 to 6 pairs (component, position in it), a tuple; after COMPONENTS."""
+
+
+_OF_COMPONENTS = frozenset({ArgumentKind.OPTIONAL_WEIGHTS, ArgumentKind.SELECTION_MAP})
+"""The kinds drawn from a head's components, which come after its `COMPONENTS`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +111,9 @@ class RandomStage:
         grain_twin: Where Grain's API has no call of the function's name that
             takes its arguments: `grain_twin(grain, *arguments, data,
             **keywords)` builds it with `grain` (a head's takes no data).
+        drawn: Whether the random pipelines draw it. A stage they leave out
+            (`zip`, whose tuples no element function takes) is still in the
+            registry: tests that enumerate stages build it from its declaration.
         leads: Whether the strategies also put it first in a pipeline, half
             the time (`seed`: the pipeline's seed), besides drawing it among
             the stages.
@@ -124,6 +134,7 @@ class RandomStage:
     in_grain: bool = False
     name: str = ""
     grain_twin: Callable[..., Any] | None = None
+    drawn: bool = True
     leads: bool = False
 
     def __post_init__(self) -> None:
@@ -152,11 +163,12 @@ class RandomStage:
                 )
         kinds = self.kinds()
         components = [at for at, kind in enumerate(kinds) if kind is ArgumentKind.COMPONENTS]
-        weights = [at for at, kind in enumerate(kinds) if kind is ArgumentKind.OPTIONAL_WEIGHTS]
-        if len(components) > 1 or any(not components or at < components[0] for at in weights):
+        of_them = [at for at, kind in enumerate(kinds) if kind in _OF_COMPONENTS]
+        if len(components) > 1 or any(not components or at < components[0] for at in of_them):
             raise ValueError(
                 f"RandomStage {self.function!r} may take COMPONENTS once, and OPTIONAL_WEIGHTS "
-                f"(one per component) only after it, got {[kind.name for kind in kinds]}."
+                f"(one per component) or SELECTION_MAP only after it, got "
+                f"{[kind.name for kind in kinds]}."
             )
         if self.grain_twin is not None and not (self.in_grain and callable(self.grain_twin)):
             raise ValueError(

@@ -230,6 +230,13 @@ class ConcatenatedDataset(_Selection):
 class SelectedDataset(_Selection):
     """Components chosen by a selection map: position -> (component, index)."""
 
+    # Not drawn: its selection map is the user's own table, which `take` draws (over one).
+    random_stage = RandomStage(
+        "select_from_datasets",
+        (ArgumentKind.COMPONENTS, ArgumentKind.SELECTION_MAP),
+        in_grain=True,
+        drawn=False,
+    )
     selection_map: Any
 
     def __post_init__(self) -> None:

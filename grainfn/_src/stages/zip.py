@@ -32,6 +32,7 @@ from grainfn._src.core.grain_state import (
     read_field,
     write_components,
 )
+from grainfn._src.core.random_stage import ArgumentKind, RandomStage
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, Stream
 from grainfn._src.index import slicing
@@ -72,11 +73,17 @@ def zip_indices(indices: np.ndarray, length: int, parent_length: int) -> np.ndar
     return epoch * parent_length + offset
 
 
+ZIP = RandomStage("zip", (ArgumentKind.COMPONENTS,), (("strict", ArgumentKind.FLAG),), drawn=False)
+"""How random pipelines hold a zip, of datasets or of streams: a head they do not draw
+(its tuples are no element the stages after it take)."""
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class ZippedDataset(Dataset[tuple[Any, ...]]):
     """Tuples of the components' elements, as long as the shortest component."""
 
     device_refusal = "zip has no device form yet; map over one dataset that holds both"
+    random_stage = ZIP
 
     spec_rule = SpecRule.ZIPPED
 
@@ -133,6 +140,7 @@ class ZippedStream(Stream[tuple[Any, ...]]):
     """
 
     spec_rule = SpecRule.ZIPPED
+    random_stage = ZIP
     grain_state: ClassVar[GrainState | None] = OwnGrainState(
         "ZipIterDataset", _read_grain_state, _write_grain_state
     )

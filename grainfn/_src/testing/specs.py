@@ -6,12 +6,12 @@ combines sub-specs, such as `("mix", parts, weights)`) then stages. The
 stages and the combining heads are those that declare `random_stage` in their
 own modules (`grainfn._src.core.random_stage`), found by `declared_kinds` and
 `declared_heads`; each spec holds the values of its arguments, drawn by their
-kinds (`ARGUMENTS`; a head's components and weights by `sample_head`). A
-stage that declares it `leads` (`seed`) is also put first in a pipeline, half
-the time (`sample_leads`). `build_dataset` and `build_stream` turn a spec
-into grainfn values (`call_arguments` resolves a spec's values into its
-function's arguments); the stage functions are module-level, so built
-pipelines pickle.
+kinds (`ARGUMENTS`; a head's components, weights and selection map by
+`sample_head`). A stage that declares it `leads` (`seed`) is also put first
+in a pipeline, half the time (`sample_leads`). `build_dataset` and
+`build_stream` turn a spec into grainfn values (`call_arguments` resolves a
+spec's values into its function's arguments); the stage functions are
+module-level, so built pipelines pickle.
 """
 
 from __future__ import annotations
@@ -186,7 +186,9 @@ ARGUMENTS: dict[ArgumentKind, Argument] = {
 }
 """How each kind of argument a stage's `random_stage` names is drawn and resolved."""
 
-COMPONENT_KINDS = frozenset({ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS})
+COMPONENT_KINDS = frozenset(
+    {ArgumentKind.COMPONENTS, ArgumentKind.OPTIONAL_WEIGHTS, ArgumentKind.SELECTION_MAP}
+)
 """The kinds of a head's arguments drawn from its components (`sample_head`), not `ARGUMENTS`."""
 
 
@@ -195,6 +197,12 @@ def _weights(count: int) -> st.SearchStrategy[tuple[float, ...] | None]:
     return st.one_of(
         st.none(), st.lists(st.floats(0.1, 5.0), min_size=count, max_size=count).map(tuple)
     )
+
+
+def _selection_map(count: int) -> st.SearchStrategy[tuple[tuple[int, int], ...]]:
+    """1 to 6 pairs (one of `count` components, a position 0 to 5 in it)."""
+    pair = st.tuples(st.integers(0, count - 1), st.integers(0, 5))
+    return st.lists(pair, min_size=1, max_size=6).map(tuple)
 
 
 def declared_stages(level: Level) -> list[tuple[type[Any], RandomStage]]:
@@ -225,6 +233,7 @@ def declared_kinds(
     level: Level = "stream",
     grain_only: bool = False,
     on_device: bool = False,
+    undrawn: bool = False,
 ) -> dict[str, RandomStage]:
     """The stages random pipelines draw at `level`, from their declarations, by name.
 
@@ -236,6 +245,7 @@ def declared_kinds(
         level: "dataset" for map-level stages, "stream" for stream stages.
         grain_only: Only the stages Grain has as well (`in_grain`).
         on_device: Only the stages with a device form (`fn.to_jax`).
+        undrawn: With the stages random pipelines leave out (not `drawn`) too.
 
     Examples:
         >>> "take_while" in declared_kinds()
@@ -243,7 +253,7 @@ def declared_kinds(
         >>> "take_while" in declared_kinds(grain_only=True)
         False
     """
-    return _drawn(functions, level, grain_only, on_device, heads=False)
+    return _drawn(functions, level, grain_only, on_device, undrawn, heads=False)
 
 
 def declared_heads(
@@ -251,6 +261,7 @@ def declared_heads(
     level: Level = "dataset",
     grain_only: bool = False,
     on_device: bool = False,
+    undrawn: bool = False,
 ) -> dict[str, RandomStage]:
     """The stages random pipelines draw at `level` as a spec's head, combining sub-specs.
 
@@ -260,18 +271,26 @@ def declared_heads(
     Examples:
         >>> sorted(declared_heads(level="dataset")), sorted(declared_heads(level="stream"))
         (['concatenate', 'mix'], ['mix'])
+        >>> sorted(declared_heads(level="dataset", undrawn=True))
+        ['concatenate', 'mix', 'select_from_datasets', 'zip']
     """
-    return _drawn(functions, level, grain_only, on_device, heads=True)
+    return _drawn(functions, level, grain_only, on_device, undrawn, heads=True)
 
 
 def _drawn(
-    functions: Functions, level: Level, grain_only: bool, on_device: bool, heads: bool
+    functions: Functions,
+    level: Level,
+    grain_only: bool,
+    on_device: bool,
+    undrawn: bool,
+    heads: bool,
 ) -> dict[str, RandomStage]:
     """The declarations at `level` that these functions and filters let in: heads, or not."""
     return {
         stage.name: stage
         for kind, stage in declared_stages(level)
         if stage.combines == heads
+        and (stage.drawn or undrawn)
         and (stage.in_grain or not grain_only)
         and (not on_device or kind.device_program is not Dataset.device_program)
         and all(
@@ -329,8 +348,9 @@ def sample_head(
     """A head spec `(name, *values)` of one of `heads` (from `declared_heads`), its values drawn.
 
     Its `COMPONENTS` are 1 to 3 specs drawn from `components`, its
-    `OPTIONAL_WEIGHTS` None or one weight per component, and any other argument
-    is drawn as a stage's is.
+    `OPTIONAL_WEIGHTS` None or one weight per component, its `SELECTION_MAP`
+    pairs of a component and a position, and any other argument is drawn as a
+    stage's is.
     """
     name = draw(st.sampled_from(sorted(heads)))
     values: list[Any] = []
@@ -341,6 +361,8 @@ def sample_head(
             values.append(parts)
         elif kind is ArgumentKind.OPTIONAL_WEIGHTS:
             values.append(draw(_weights(len(parts))))
+        elif kind is ArgumentKind.SELECTION_MAP:
+            values.append(draw(_selection_map(len(parts))))
         else:
             values.extend(draw(ARGUMENTS[kind].values(functions)))
     return (name, *values)
