@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 from grainfn._src.stages.batch import BatchedDataset
+from grainfn._src.testing.specs import INTEGERS, declared_stages, sample_head, sample_op
 
 from support.grain_shuffle import grain_shuffle_is_not_a_permutation
 from support.pipelines import build_dataset, build_grain, dataset_specs
@@ -86,9 +88,10 @@ def compare(spec: tuple[Any, ...]) -> None:
         where = f"position {position} of {spec!r}"
         try:
             expected = theirs[position]
-        except (ValueError, OverflowError) as error:
-            # Ragged batches (ValueError), or a position Grain cannot address past
-            # 2**64 (OverflowError): grainfn must refuse it the same way.
+        except (ValueError, OverflowError, IndexError) as error:
+            # Ragged batches (ValueError), a position Grain cannot address past
+            # 2**64 (OverflowError), or one past a selection map's table in a later
+            # epoch (IndexError): grainfn must refuse it the same way.
             with pytest.raises(type(error)):
                 ours.get_many([position])
             with pytest.raises(type(error)):
@@ -127,6 +130,29 @@ def has_infinite_stage(ds: Any) -> bool:
 @settings(max_examples=300)
 @given(dataset_specs())
 def test_random_pipelines_match_grain(spec: tuple[Any, ...]) -> None:
+    note(f"spec = {spec!r}")
+    compare(spec)
+
+
+GRAIN_HAS = {stage.name: stage for _, stage in declared_stages("dataset") if stage.in_grain}
+"""Every declared map-level stage and head that Grain has, drawn or not (`in_grain`)."""
+
+
+@pytest.mark.parametrize("name", sorted(GRAIN_HAS))
+@settings(max_examples=5)
+@given(data=st.data())
+def test_every_declared_stage_grain_has_matches_its_grain_twin(
+    name: str, data: st.DataObject
+) -> None:
+    stage, seeded = GRAIN_HAS[name], (("range", 7), ("seed", 1))
+    if stage.combines:
+        head = data.draw(
+            st.composite(lambda draw: sample_head(draw, {name: stage}, st.just(seeded)))()
+        )
+        spec: tuple[Any, ...] = (head,)
+    else:
+        op = data.draw(st.composite(lambda draw: sample_op(draw, {name: stage}, INTEGERS))())
+        spec = (*seeded, op)
     note(f"spec = {spec!r}")
     compare(spec)
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from grainfn import fn
 from grainfn._src.grain_states.streams import to_grain
+from grainfn._src.testing.specs import INTEGERS, declared_stages, sample_head, sample_op
 
 from support.pipelines import build_grain_stream, build_stream, stream_specs
 
@@ -42,11 +43,8 @@ def read_grain(spec: tuple[Any, ...]) -> list[Any] | type[Exception]:
         return type(error)
 
 
-@pytest.mark.slow
-@settings(max_examples=200)
-@given(stream_specs(grain_only=True))
-def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
-    note(f"spec = {spec!r}")
+def compare(spec: tuple[Any, ...]) -> None:
+    """Grain and grainfn read the same elements of `spec`, or both refuse it."""
     expected = read_grain(spec)
     if isinstance(expected, type):
         with pytest.raises((ValueError, TypeError)):
@@ -57,6 +55,37 @@ def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
     assert len(got) == len(expected)
     for position, (ours, theirs) in enumerate(zip(got, expected)):
         assert same(ours, theirs), f"element {position}: {ours!r} != {theirs!r}"
+
+
+@pytest.mark.slow
+@settings(max_examples=200)
+@given(stream_specs(grain_only=True))
+def test_random_streams_match_grain(spec: tuple[Any, ...]) -> None:
+    note(f"spec = {spec!r}")
+    compare(spec)
+
+
+GRAIN_HAS = {stage.name: stage for _, stage in declared_stages("stream") if stage.in_grain}
+"""Every declared stream stage and head that Grain has, drawn or not (`in_grain`)."""
+
+
+@pytest.mark.parametrize("name", sorted(GRAIN_HAS))
+@settings(max_examples=5)
+@given(data=st.data())
+def test_every_declared_stream_stage_grain_has_matches_its_grain_twin(
+    name: str, data: st.DataObject
+) -> None:
+    stage, seeded = GRAIN_HAS[name], ("stream", (("range", 7), ("seed", 1)), False)
+    if stage.combines:
+        head = data.draw(
+            st.composite(lambda draw: sample_head(draw, {name: stage}, st.just((seeded,))))()
+        )
+        spec: tuple[Any, ...] = (head,)
+    else:
+        op = data.draw(st.composite(lambda draw: sample_op(draw, {name: stage}, INTEGERS))())
+        spec = (seeded, op)
+    note(f"spec = {spec!r}")
+    compare(spec)
 
 
 @settings(max_examples=100)
