@@ -57,14 +57,35 @@ def records() -> list[bytes]:
     return list(RECORDS)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many test processes `-n auto` (the default, see pyproject.toml) starts.
+
+    One per core this run may use: the suite is CPU-bound (its tests start
+    worker processes, jax compiles), so a third process on two cores made the
+    whole suite slower (752 s against 696 s with two, on this project's 2-core
+    machine). At most `MAX_TEST_PROCESSES`: each holds jax, Grain and Ray.
+    """
+    return max(1, min(len(os.sched_getaffinity(0)), MAX_TEST_PROCESSES))
+
+
+MAX_TEST_PROCESSES = 8
+"""The most test processes `-n auto` starts, whatever the cores (each takes 1 to 3 GB)."""
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on the Ray cluster (the `cluster` fixture) run last, in their own order.
+    """Tests on the Ray cluster (the `cluster` fixture) run last, in one process, in order.
 
     The cluster is session-scoped: once a test starts it, this process stays a
     connected Ray driver, with Ray's threads, until the session ends. No other
-    test should fork or time itself in such a process.
+    test should fork or time itself in such a process. Under pytest-xdist
+    (`--dist loadgroup`) they are one group, so one worker starts one cluster,
+    and as the last group handed out, nothing else runs after them there.
     """
     items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray_cluster"))
 
 
 @pytest.fixture(autouse=True)

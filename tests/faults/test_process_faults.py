@@ -31,7 +31,16 @@ from grainfn.testing import assert_elements_equal
 
 from faults.faulty import Fault, FaultError
 from faults.harness import payload, read_through, reference_states
-from support.leaks import assert_nothing_left, memory_files_anywhere, segments, workers
+from support.leaks import (
+    DEV_SHM,
+    MEMORY_FILE,
+    assert_nothing_left,
+    descendants,
+    holders,
+    memory_file_ids,
+    segments,
+    workers,
+)
 from support.waiting import inside_a_call_from, wait_until
 
 MIB = 1 << 20
@@ -183,6 +192,7 @@ def test_workers_killed_while_they_send_large_arrays_lose_nothing_and_leak_nothi
 
 
 @pytest.mark.slow
+@DEV_SHM
 @pytest.mark.parametrize("face", FACES)
 def test_a_whole_process_group_killed_leaves_no_memory_behind(face: str, tmp_path: Path) -> None:
     program = tmp_path / "group.py"
@@ -198,21 +208,25 @@ def test_a_whole_process_group_killed_leaves_no_memory_behind(face: str, tmp_pat
         )
     )
     before = segments()
+    files: set[tuple[int, int]] = set()  # the memory files the program's processes hold
     with subprocess.Popen(
         [sys.executable, str(program)], stdout=subprocess.PIPE, text=True, start_new_session=True
     ) as process:
         try:
             assert process.stdout is not None and process.stdout.readline().strip() == "reading"
-            time.sleep(0.2)  # workers are writing blocks, the parent is mapping them
+            deadline = time.monotonic() + 0.2  # workers are writing blocks, the parent mapping them
+            while time.monotonic() < deadline:
+                started = {process.pid, *in_session(process.pid), *descendants(process.pid)}
+                files |= {file for pid in started for file in memory_file_ids(pid, MEMORY_FILE)}
         finally:
             os.killpg(process.pid, signal.SIGKILL)  # a preempted container: all at once
             process.wait(timeout=30)
     wait_until(
-        lambda: not in_session(process.pid) and not memory_files_anywhere(),
+        lambda: not in_session(process.pid) and not holders(files, MEMORY_FILE),
         "the killed program's workers exited and its memory files were freed",
     )
     assert in_session(process.pid) == []
-    assert memory_files_anywhere() == {}  # held by nobody: the kernel freed it
+    assert holders(files, MEMORY_FILE) == {}  # held by nobody: the kernel freed them
     assert segments() == before
 
 
@@ -228,6 +242,7 @@ def in_session(session: int) -> list[int]:
     return found
 
 
+@DEV_SHM
 @pytest.mark.parametrize("face", FACES)
 def test_names_squatted_in_dev_shm_by_another_user_change_nothing(face: str) -> None:
     nobody = 65534
@@ -462,6 +477,7 @@ def test_segments_older_versions_left_are_swept_if_ours_and_their_process_is_gon
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(files) - {f"grainfn_{gone}_0"})
 
 
+@DEV_SHM
 def test_a_new_process_sweeps_dev_shm_when_its_first_pool_starts(tmp_path: Path) -> None:
     gone = dead_pid()
     left = Path(f"/dev/shm/grainfn_{gone}_0")

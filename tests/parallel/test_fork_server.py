@@ -16,6 +16,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import types
 from multiprocessing import forkserver, spawn
 from pathlib import Path
 from types import SimpleNamespace
@@ -260,7 +261,11 @@ def test_a_name_of_the_main_module_the_pipeline_does_not_bring_is_a_clear_error(
     assert_nothing_left()
 
 
-def test_preparation_data_leaves_the_main_module_out() -> None:
+def test_preparation_data_leaves_the_main_module_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A main script, as `python train.py` has (pytest's own main may be a `-c` string).
+    script = types.ModuleType("__main__")
+    script.__file__ = __file__
+    monkeypatch.setitem(sys.modules, "__main__", script)
     data = preparation_data("grainfn-worker-3")
     stock = spawn.get_preparation_data("grainfn-worker-3")
     assert any(key.startswith("init_main_") for key in stock)  # what multiprocessing sends

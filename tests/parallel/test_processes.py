@@ -24,7 +24,7 @@ from grainfn._src.parallel.processes import WorkerError
 from grainfn._src.parallel.transfer import INLINE_BYTES, decode_block, encode_block
 from grainfn.testing import assert_elements_equal
 
-from support.leaks import assert_nothing_left, open_memory_files, segments, workers
+from support.leaks import DEV_SHM, assert_nothing_left, open_memory_files, segments, workers
 from support.pipelines import build_stream, stream_specs
 from support.waiting import no_hang, wait_until
 
@@ -188,6 +188,7 @@ def test_close_with_gc_and_errors_leave_nothing_behind() -> None:
     assert_nothing_left()
 
 
+@DEV_SHM
 def test_ctrl_c_in_the_consuming_loop_leaves_nothing_behind(tmp_path: Path) -> None:
     script = tmp_path / "interrupted.py"
     script.write_text(

@@ -16,6 +16,8 @@ import os
 import time
 from typing import Any
 
+import pytest
+
 from grainfn._src.parallel import shipping
 from grainfn._src.parallel.ring import RING_FILE_NAME
 from grainfn._src.parallel.transfer import BLOCK_FILE_NAME
@@ -23,6 +25,14 @@ from grainfn._src.parallel.transfer import BLOCK_FILE_NAME
 MEMORY_FILE = f"/memfd:{BLOCK_FILE_NAME}"
 PIPELINE_FILE = f"/memfd:{shipping.PIPELINE_FILE_NAME}"
 """A pipeline's arrays, shared with its workers: held while the pipeline lives (see shipping)."""
+
+
+DEV_SHM = pytest.mark.xdist_group("dev_shm")
+"""Marks a test that writes grainfn names in /dev/shm or counts them there (`segments`).
+
+/dev/shm is one folder for the whole machine: under pytest-xdist such tests
+run in one worker process, one after another, so none sees another's names.
+"""
 
 
 def workers() -> list[Any]:
