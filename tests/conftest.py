@@ -72,20 +72,37 @@ MAX_TEST_PROCESSES = 8
 """The most test processes `-n auto` starts, whatever the cores (each takes 1 to 3 GB)."""
 
 
+STARTS_RAY = ("tests/parallel/test_ray_", "docs/distributed.md")
+"""Where the tests that start Ray live (path prefixes): the Ray cluster's and the others."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on the Ray cluster (the `cluster` fixture) run last, in one process, in order.
+    """Orders the tests for side-by-side test processes: Ray's first, then the slow ones.
 
-    The cluster is session-scoped: once a test starts it, this process stays a
-    connected Ray driver, with Ray's threads, until the session ends. No other
-    test should fork or time itself in such a process. Under pytest-xdist
-    (`--dist loadgroup`) they are one group, so one worker starts one cluster,
-    and as the last group handed out, nothing else runs after them there.
+    The tests that start Ray are one xdist group, so they run one after
+    another in one test process: `ray.init()` without an address joins a Ray
+    already running on the machine, so two at once would meet. The Ray
+    cluster's (the `cluster` fixture, tests/parallel/conftest.py) come first;
+    the cluster stops as soon as the next test does not take it, so the other
+    Ray tests start their own, and after them the process forks as any other.
+    Handed out first, the group runs beside the rest instead of alone at the
+    end. The slow tests come next and the fast ones last
+    (`--no-loadscope-reorder` keeps this order), so the processes end within
+    a fast test of each other.
     """
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
-    for item in items:
+
+    def place(item: pytest.Item) -> int:
         if "cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("ray_cluster"))
+            return 0
+        if item.nodeid.startswith(STARTS_RAY):
+            return 1
+        return 2 if item.get_closest_marker("slow") else 3
+
+    items.sort(key=place)
+    for item in items:
+        if place(item) < 2:
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @pytest.fixture(autouse=True)

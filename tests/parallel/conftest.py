@@ -1,4 +1,10 @@
-"""Fixtures of the parallel tests: a real local Ray cluster, started once per session."""
+"""Fixtures of the parallel tests: a real local Ray cluster, started once, stopped after its tests.
+
+The root conftest runs the tests that take `cluster` one after another, first,
+in the one test process that runs every test starting Ray. The cluster starts with the first of them and stops as
+soon as the next test does not take it: a connected Ray driver has Ray's
+threads, and no other test should fork or time itself in such a process.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,9 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
+_RUNNING: list[Cluster] = []
+"""The cluster while its tests run (at most one)."""
+
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
@@ -16,9 +25,26 @@ def cluster() -> Iterator[Cluster]:
     with warnings.catch_warnings():
         # JAX warns at every fork once its threads run; Ray starts nodes by fork and exec.
         warnings.filterwarnings("ignore", r"os\.fork\(\) was called", RuntimeWarning)
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1}, connect=False)
-        cluster.add_node(num_cpus=1)
-        ray.init(address=cluster.address, log_to_driver=False)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+        started = Cluster(initialize_head=True, head_node_args={"num_cpus": 1}, connect=False)
+        started.add_node(num_cpus=1)
+        ray.init(address=started.address, log_to_driver=False)
+    _RUNNING.append(started)
+    yield started
+    _stop()
+
+
+def _stop() -> None:
+    while _RUNNING:
+        ray.shutdown()
+        _RUNNING.pop().shutdown()
+
+
+def _takes_cluster(item: pytest.Item | None) -> bool:
+    return item is not None and "cluster" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stops the cluster after the last test that takes it, before any other test runs."""
+    if _takes_cluster(item) and not _takes_cluster(nextitem):
+        _stop()
