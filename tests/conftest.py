@@ -78,30 +78,25 @@ STARTS_RAY = ("tests/parallel/test_ray_", "docs/distributed.md")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Orders the tests for side-by-side test processes: Ray's first, then the slow ones.
+    """The tests that start Ray run last, one after another, in one test process.
 
-    The tests that start Ray are one xdist group, so they run one after
-    another in one test process: `ray.init()` without an address joins a Ray
-    already running on the machine, so two at once would meet. The Ray
-    cluster's (the `cluster` fixture, tests/parallel/conftest.py) come first;
-    the cluster stops as soon as the next test does not take it, so the other
-    Ray tests start their own, and after them the process forks as any other.
-    Handed out first, the group runs beside the rest instead of alone at the
-    end. The slow tests come next and the fast ones last
-    (`--no-loadscope-reorder` keeps this order), so the processes end within
-    a fast test of each other.
+    `ray.init()` without an address joins a Ray already running on the
+    machine, so two tests starting Ray at once would meet: they are one xdist
+    group. The Ray cluster's (the `cluster` fixture, tests/parallel/conftest.py)
+    come first in it; the cluster stops as soon as the next test does not take
+    it. A Ray driver keeps Ray's threads and its patched `print` until the
+    process ends, so no other test runs after the group in that process: it is
+    the last group handed out (`--no-loadscope-reorder` keeps this order).
     """
 
     def place(item: pytest.Item) -> int:
         if "cluster" in getattr(item, "fixturenames", ()):
-            return 0
-        if item.nodeid.startswith(STARTS_RAY):
             return 1
-        return 2 if item.get_closest_marker("slow") else 3
+        return 2 if item.nodeid.startswith(STARTS_RAY) else 0
 
     items.sort(key=place)
     for item in items:
-        if place(item) < 2:
+        if place(item):
             item.add_marker(pytest.mark.xdist_group("ray"))
 
 

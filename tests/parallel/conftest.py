@@ -1,9 +1,9 @@
 """Fixtures of the parallel tests: a real local Ray cluster, started once, stopped after its tests.
 
-The root conftest runs the tests that take `cluster` one after another, first,
-in the one test process that runs every test starting Ray. The cluster starts with the first of them and stops as
-soon as the next test does not take it: a connected Ray driver has Ray's
-threads, and no other test should fork or time itself in such a process.
+The root conftest runs the tests that take `cluster` one after another, in the
+one test process that runs every test starting Ray, last. The cluster starts
+with the first of them and stops as soon as the next test does not take it,
+so the other Ray tests after them start their own Ray.
 """
 
 from __future__ import annotations
