@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 
 from grainfn.sources import write_array_records
 
+from support.grain_workers import fork_grain_workers
 from support.leaks import assert_nothing_left, workers
 from support.module_sizes import NOTE_LINES, long_modules
 
@@ -29,6 +30,10 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# A Ray driver otherwise replaces the builtin `print` with Ray's own for good (ray's
+# tqdm_ray), and the test process goes on to run other tests after the Ray ones.
+os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
 
 
 # Shared ArrayRecord files, written once per session and read by many tests
@@ -78,26 +83,54 @@ STARTS_RAY = ("tests/parallel/test_ray_", "docs/distributed.md")
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that start Ray run last, one after another, in one test process.
+    """The tests that start Ray run first, one after another, in one test process.
 
     `ray.init()` without an address joins a Ray already running on the
     machine, so two tests starting Ray at once would meet: they are one xdist
     group. The Ray cluster's (the `cluster` fixture, tests/parallel/conftest.py)
     come first in it; the cluster stops as soon as the next test does not take
-    it. A Ray driver keeps Ray's threads and its patched `print` until the
-    process ends, so no other test runs after the group in that process: it is
-    the last group handed out (`--no-loadscope-reorder` keeps this order).
+    it. The group is the first handed out (`--no-loadscope-reorder` keeps this
+    order): much of its time is spent waiting on Ray's processes, which the
+    other test processes fill, and left to the end it would leave them idle.
+    The tests that share a module's fixture are a group too (see
+    `shared_fixture_home`).
     """
 
     def place(item: pytest.Item) -> int:
         if "cluster" in getattr(item, "fixturenames", ()):
-            return 1
-        return 2 if item.nodeid.startswith(STARTS_RAY) else 0
+            return 0
+        return 1 if item.nodeid.startswith(STARTS_RAY) else 2
 
     items.sort(key=place)
     for item in items:
-        if place(item):
+        if place(item) < 2:
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif home := shared_fixture_home(item):
+            item.add_marker(pytest.mark.xdist_group(home))
+
+
+def shared_fixture_home(item: pytest.Item) -> str | None:
+    """Where the module-, class- or package-scoped fixture `item` takes is shared, if any.
+
+    Such a fixture (a docs site built, processes run once for a module's
+    checks) is set up once per test process that runs a test taking it: the
+    tests that share it are one xdist group, so it is set up once, not once
+    in each test process.
+    """
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in info.name2fixturedefs.values() if info else ():
+        fixture = definitions[-1]
+        if fixture.scope == "package":
+            return f"package {fixture.baseid}"
+        if fixture.scope in ("module", "class"):
+            return f"module {item.nodeid.split('::')[0]}"
+    return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def grain_workers_from_a_fork_server() -> None:
+    """Grain's workers start forked from a server that has imported Grain (see the module)."""
+    fork_grain_workers()
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """Fixtures of the parallel tests: a real local Ray cluster, started once, stopped after its tests.
 
 The root conftest runs the tests that take `cluster` one after another, in the
-one test process that runs every test starting Ray, last. The cluster starts
+one test process that runs every test starting Ray, first. The cluster starts
 with the first of them and stops as soon as the next test does not take it,
 so the other Ray tests after them start their own Ray.
 """
