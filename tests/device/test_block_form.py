@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grainfn import fn, testing
+from grainfn._src.device.dataset import _scan_compiled as scan_programs
 from grainfn.fn import DatasetPosition, EpochPosition
 
 
@@ -129,6 +130,38 @@ def test_blocks_cross_the_boundaries_of_endless_and_32_bit_states(x64: bool) -> 
         host, host_state = host_run(jds, start, 5)
         assert_rows_equal(elements, host)
         assert jds.host_state(after) == host_state
+
+
+def test_outside_jit_one_program_serves_each_body_length_and_block() -> None:
+    jds = fn.to_jax(fn.batch(2, fn.shuffle(fn.range(10), seed=3)))
+    programs = scan_programs._cache_size()
+    first = jds.scan(keep, 0, jds.init(), 6, block=4)
+    again = jds.scan(keep, 0, jds.device_state(DatasetPosition(0)), 6, block=4)
+    assert scan_programs._cache_size() == programs + 1  # the second call compiled nothing
+    jitted = jax.jit(lambda jds, state: jds.scan(keep, 0, state, 6, block=4))(jds, jds.init())
+    for got in (first, again):
+        assert jds.host_state(got[1]) == DatasetPosition(6)
+        assert_rows_equal(got[2], host_run(jds, 0, 6)[0])
+        assert int(got[0]) == int(jitted[0]) == 6
+    with pytest.raises(ValueError, match="offset"):  # a concrete state is still checked
+        jds.scan(keep, 0, EpochPosition(jnp.int32(0), jnp.int32(99)), 6, block=4)
+
+
+class UnhashableBody:
+    """A body that cannot be a key of the compiled programs (it defines `__eq__` only)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnhashableBody)
+
+    def __call__(self, carry: Any, element: Any) -> tuple[Any, Any]:
+        return carry + element.sum(), None
+
+
+def test_an_unhashable_body_runs_outside_jit_all_the_same() -> None:
+    jds = fn.to_jax(fn.batch(2, fn.range(10)))
+    total, after, _ = jds.scan(UnhashableBody(), 0, jds.init(), 7, block=3)
+    assert int(total) == sum(range(10)) + 0 + 1 + 2 + 3  # an epoch and two rows of the next
+    assert jds.host_state(after) == DatasetPosition(7)
 
 
 def test_a_block_holds_addresses_not_data() -> None:

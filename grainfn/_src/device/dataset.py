@@ -20,6 +20,7 @@ device's, under `shard_map` or `pmap`), from the same compiled program.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import warnings
 from collections.abc import Callable, Sequence
@@ -307,7 +308,9 @@ class JaxDataset:
         vectorized computation that gives each step's addresses (the source
         rows it reads), and then a scan reads and trains one step at a time.
         Memory holds the addresses of one block of steps, and the data of one
-        step. Call it inside `jax.jit`, passing this value as an argument.
+        step. Call it inside `jax.jit`, passing this value as an argument;
+        called outside, it compiles one program per `(body, length, block)`
+        and reuses it.
 
         Args:
             body: `(carry, element) -> (carry, y)`, as `lax.scan`'s.
@@ -341,6 +344,11 @@ class JaxDataset:
         if block is None:
             block = self._default_block(length)
         block = min(_check_count(block, "block", "scan"), max(length, 1))
+        if _outside_traces() and _hashable(body):
+            self._state_fields(state, "scan")  # checked here, where it is concrete
+            # Run op by op, the index math would compile each of its operations for this
+            # block's shapes; one program for (body, length, block) compiles once.
+            return _scan_compiled(self, body, carry, state, length, block)
         arrays = self.arrays
 
         def run_block(carry: Any, state: EpochPosition, count: int) -> tuple[Any, Any, Any]:
@@ -675,6 +683,26 @@ class JaxDataset:
     def __repr__(self) -> str:
         mode = self._static.mode
         return f"to_jax({mode.bits}-bit) of\n{self.dataset!r}"
+
+
+@functools.partial(jax.jit, static_argnums=(1, 4, 5))
+def _scan_compiled(
+    jds: JaxDataset, body: Any, carry: Any, state: EpochPosition, length: int, block: int
+) -> tuple[Any, EpochPosition, Any]:
+    return jds.scan(body, carry, state, length, block=block)
+
+
+def _outside_traces() -> bool:
+    """Whether no staging trace (`jit`, `scan`'s body) is running: there, new values are tracers."""
+    return not isinstance(jnp.zeros((), jnp.int8), jax.core.Tracer)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _check_count(value: Any, name: str, method: str, smallest: int = 1) -> int:
