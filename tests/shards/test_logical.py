@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grainfn import fn
-from grainfn._src.shards.logical import logical_shard
+from grainfn._src.shards.logical import logical_shard, positions_to_cut
 
 
 def test_the_logical_shards_read_each_leaf_position_once() -> None:
@@ -40,3 +40,15 @@ def test_a_stream_random_map_draws_differently_in_every_shard() -> None:
     # Element k of shard s takes the draws of index s + 4k: together, those of the whole.
     assert sorted(x for shard in shards for x in shard) == sorted(whole)
     assert shards[1][2] == whole[1 + 4 * 2]
+
+
+def test_a_dataset_is_cut_as_the_stream_that_reads_it() -> None:
+    dataset = fn.shuffle(fn.range(10), seed=1)
+    stream = fn.from_dataset(dataset)
+    assert positions_to_cut(dataset) == positions_to_cut(stream) == 10
+    for shard in range(3):
+        got = list(fn.iterate(fn.logical_shard(dataset, shard, 3)))
+        assert got == list(fn.iterate(fn.logical_shard(stream, shard, 3)))
+        assert got == [dataset.get(p) for p in range(shard, 10, 3)]
+    with pytest.raises(TypeError, match="logical_shard"):
+        fn.logical_shard([1, 2], 0, 2)  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 from grainfn._src.core import validate
+from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.dataset import Dataset
 from grainfn._src.core.reading import FromDatasetStream
 from grainfn._src.core.rebuild import with_parents
@@ -28,13 +29,14 @@ from grainfn._src.stages.slice import slice as slice_dataset
 
 
 def logical_shard(
-    stream: Stream[Any], shard: int, num_shards: int, *, sequential: bool = False
+    stream: Stream[Any] | Dataset[Any], shard: int, num_shards: int, *, sequential: bool = False
 ) -> Stream[Any]:
     """`stream` over positions `shard, shard + num_shards, ...` of each of its leaf datasets.
 
     Args:
         stream: A pipeline whose data comes from datasets (`from_dataset`, or
-            `to_iter_dataset()` in the Grain API).
+            `to_iter_dataset()` in the Grain API); a dataset is read as
+            `from_dataset(stream)`.
         shard: Which logical shard, in `[0, num_shards)`.
         num_shards: How many logical shards the leaves are cut into.
         sequential: Cut the sources instead (the datasets with no parents, below
@@ -58,11 +60,12 @@ def logical_shard(
     shard = validate.check_integer(shard, "shard")
     if not 0 <= shard < num_shards:
         raise ValueError(f"shard must be in [0, {num_shards}), got {shard}.")
+    stream = as_stream(stream, "logical_shard")
     cut = _sources_part if sequential else _strided
     return _sliced(stream, lambda ds: cut(ds, shard, num_shards), (shard, num_shards))
 
 
-def positions_to_cut(stream: Stream[Any], *, sequential: bool = False) -> int:
+def positions_to_cut(stream: Stream[Any] | Dataset[Any], *, sequential: bool = False) -> int:
     """The positions logical shards of `stream` share out: its longest leaf's (or source's).
 
     Shard `s` of `n` reads some position only if `s` is below this number:
@@ -87,7 +90,8 @@ def positions_to_cut(stream: Stream[Any], *, sequential: bool = False) -> int:
         4
     """
     measure = _longest_source if sequential else _length
-    return max((measure(leaf) for leaf in _leaves(stream)), default=0)
+    leaves = _leaves(as_stream(stream, "positions_to_cut"))
+    return max((measure(leaf) for leaf in leaves), default=0)
 
 
 ANY_DATA_SHARDS = 1024
