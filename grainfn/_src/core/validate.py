@@ -316,6 +316,15 @@ def is_integer(value: Any) -> bool:
     return True
 
 
+def is_hashable(value: Any) -> bool:
+    """Whether `hash(value)` works (a tuple holding a list is `Hashable` yet fails it)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_real(value: Any) -> bool:
     try:
         float(value)

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from grainfn._src.core import validate
 from grainfn._src.core.arguments import core_of
 from grainfn._src.core.compiler import Compiler, NotOnDeviceError, Program
 from grainfn._src.core.dataset import Dataset
@@ -344,7 +345,7 @@ class JaxDataset:
         if block is None:
             block = self._default_block(length)
         block = min(_check_count(block, "block", "scan"), max(length, 1))
-        if _outside_traces() and _hashable(body):
+        if _outside_traces() and validate.is_hashable(body):
             self._state_fields(state, "scan")  # checked here, where it is concrete
             # Run op by op, the index math would compile each of its operations for this
             # block's shapes; one program for (body, length, block) compiles once.
@@ -695,14 +696,6 @@ def _scan_compiled(
 def _outside_traces() -> bool:
     """Whether no staging trace (`jit`, `scan`'s body) is running: there, new values are tracers."""
     return not isinstance(jnp.zeros((), jnp.int8), jax.core.Tracer)
-
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _check_count(value: Any, name: str, method: str, smallest: int = 1) -> int:

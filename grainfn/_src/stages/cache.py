@@ -17,6 +17,7 @@ from typing import Any
 
 import toolz
 
+from grainfn._src.core import validate
 from grainfn._src.core.arguments import as_stream
 from grainfn._src.core.spec_rule import SpecRule
 from grainfn._src.core.stream import BaseCursor, Cursor, PassThroughStream, Stream
@@ -65,22 +66,22 @@ class _CacheCursor(BaseCursor):
 
     def next(self) -> Any:
         memory, state = self.memory, self.current
-        known = memory.read.get(state) if _hashable(state) else None
+        known = memory.read.get(state) if validate.is_hashable(state) else None
         if known is not None and self.reader is None:
             element, self.current = known
             return element
         if self.reader is None:
-            if _hashable(state) and state in memory.ends:
+            if validate.is_hashable(state) and state in memory.ends:
                 raise StopIteration
             self.reader = self.parent.open(state)
         try:
             element = self.reader.next()
         except StopIteration:
-            if _hashable(state):
+            if validate.is_hashable(state):
                 memory.ends.add(state)
             raise
         after = self.reader.state()
-        if _hashable(state):
+        if validate.is_hashable(state):
             memory.add(state, element, after)
         self.current = after
         return element
@@ -90,14 +91,6 @@ class _CacheCursor(BaseCursor):
 
     def children(self) -> tuple[Cursor, ...]:
         return () if self.reader is None else (self.reader,)
-
-
-def _hashable(state: Any) -> bool:
-    try:
-        hash(state)
-    except TypeError:
-        return False
-    return True
 
 
 @toolz.curry
