@@ -178,3 +178,11 @@ def test_the_heads_of_grainfn_declare_their_components() -> None:
     drawn = {kind for kind in heads if all(stage.drawn for stage in random_stages(kind))}
     assert drawn == {MixedDataset, ConcatenatedDataset, MixedStream}
     assert heads - drawn == {SelectedDataset, ZippedDataset, ZippedStream}
+
+
+def test_a_stage_stacks_where_it_takes_a_batch_size() -> None:
+    batching = RandomStage(
+        "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.DROP_REMAINDER),)
+    )
+    assert batching.stacks
+    assert not RandomStage("shuffle", keywords=(("seed", ArgumentKind.OPTIONAL_SEED),)).stacks

@@ -43,6 +43,7 @@ from grainfn._src.testing.specs import (
     sample_leads,
     sample_op,
     stream_specs,
+    unstacked,
 )
 
 NO_FUNCTIONS = Functions({}, {}, {}, with_index=False)
@@ -375,3 +376,11 @@ def test_a_head_s_other_arguments_are_drawn_and_passed_as_a_stage_s() -> None:
     loose = find(heads, lambda head: not head[2] and len(set(head[1])) == 2, settings=ONCE)
     built = build_head(loose, build_dataset, "dataset")
     assert type(built) is ZippedDataset and built.length == 2
+
+
+def test_shape_keeping_strategies_leave_out_exactly_the_stages_that_stack() -> None:
+    for level in ("dataset", "stream"):
+        kinds = declared_kinds(level=level)
+        left_out = set(kinds) - set(unstacked(kinds))
+        assert left_out == {name for name, stage in kinds.items() if stage.stacks}
+        assert left_out == {"batch"}, level  # today's one stage with a BATCH_SIZE, at each level

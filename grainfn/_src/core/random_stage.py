@@ -62,6 +62,9 @@ class ArgumentKind(enum.Enum):
     """A batch size, 1 to 5."""
     FLAG = "flag"
     """True or False."""
+    DROP_REMAINDER = "drop_remainder"
+    """Whether a batch drops its short last one: True or False; True in device pipelines,
+    whose elements keep one shape."""
     SLICE = "slice"
     """A `slice`, held in the spec as its start, stop and step (each may be None)."""
     POSITIONS = "positions"
@@ -186,6 +189,11 @@ class RandomStage:
     def combines(self) -> bool:
         """Whether it combines pipelines (a `COMPONENTS` argument): drawn as a spec's head."""
         return ArgumentKind.COMPONENTS in self.kinds()
+
+    @property
+    def stacks(self) -> bool:
+        """Whether it stacks elements into batches, so changes their shape (a `BATCH_SIZE`)."""
+        return ArgumentKind.BATCH_SIZE in self.kinds()
 
 
 def random_stages(kind: type[Any]) -> tuple[RandomStage, ...]:

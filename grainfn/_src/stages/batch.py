@@ -61,7 +61,10 @@ class BatchedDataset(OneParent):
 
     spec_rule = SpecRule.BATCHED
     random_stage = RandomStage(
-        "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
+        "batch",
+        (ArgumentKind.BATCH_SIZE,),
+        (("drop_remainder", ArgumentKind.DROP_REMAINDER),),
+        in_grain=True,
     )
     takes_wide_offsets = True  # its device form takes Wide offsets
     loader_records = LoaderRecords(
@@ -237,7 +240,10 @@ class BatchedStream(PassThroughStream):
         NextIndexRule.BATCH
     )  # batches begun: a short last batch counts as one, as in Grain
     random_stage = RandomStage(
-        "batch", (ArgumentKind.BATCH_SIZE,), (("drop_remainder", ArgumentKind.FLAG),), in_grain=True
+        "batch",
+        (ArgumentKind.BATCH_SIZE,),
+        (("drop_remainder", ArgumentKind.DROP_REMAINDER),),
+        in_grain=True,
     )
     loader_records = IN_EACH_WORKER  # its state is its parent's
 

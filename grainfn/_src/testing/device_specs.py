@@ -24,9 +24,11 @@ from grainfn._src.testing.specs import (
     build_head,
     declared_heads,
     declared_kinds,
+    dropping_remainders,
     sample_head,
     sample_leads,
     sample_op,
+    unstacked,
 )
 
 DEVICE_SOURCES = ("range", "int32", "int8", "uint8", "bfloat16", "dict", "list", "tuple")
@@ -86,9 +88,9 @@ def device_op(
     )
     kinds = declared_kinds(functions, "dataset", on_device=True)
     if not batch:
-        kinds.pop("batch")
+        kinds = unstacked(kinds)
     op = sample_op(draw, kinds, functions)
-    return (*op[:2], True) if op[0] == "batch" else op  # remainders dropped: one shape
+    return dropping_remainders(kinds[op[0]], op)
 
 
 def device_source(kind: str, length: int) -> Dataset:

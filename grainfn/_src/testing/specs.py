@@ -174,6 +174,7 @@ ARGUMENTS: dict[ArgumentKind, Argument] = {
     ArgumentKind.WINDOW: Argument(_one(st.integers(1, 12))),
     ArgumentKind.BATCH_SIZE: Argument(_one(st.integers(1, 5))),
     ArgumentKind.FLAG: Argument(_one(st.booleans())),
+    ArgumentKind.DROP_REMAINDER: Argument(_one(st.booleans())),
     ArgumentKind.SLICE: Argument(
         lambda functions: st.tuples(_bound, _bound, _step),
         lambda values, functions, length: slice(*values),
@@ -491,8 +492,27 @@ def unary_op(
     """One map-level stage spec, of the stages Grain has too (the differential tests')."""
     kinds = declared_kinds(functions, "dataset", grain_only=True)
     if not allow_batch:
-        kinds.pop("batch")
+        kinds = unstacked(kinds)
     return sample_op(draw, kinds, functions)
+
+
+def unstacked(kinds: Mapping[str, RandomStage]) -> dict[str, RandomStage]:
+    """`kinds` without the stages that stack elements into batches (`RandomStage.stacks`)."""
+    return {name: stage for name, stage in kinds.items() if not stage.stacks}
+
+
+def dropping_remainders(stage: RandomStage, spec: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`spec` of `stage` with each `DROP_REMAINDER` value True: every batch full, one shape.
+
+    Examples:
+        >>> dropping_remainders(declared_stage("dataset", "batch"), ("batch", 3, False))
+        ('batch', 3, True)
+    """
+    values = [
+        (True,) * len(held) if kind is ArgumentKind.DROP_REMAINDER else held
+        for kind, held in _held(stage, spec)
+    ]
+    return (spec[0], *(value for held in values for value in held))
 
 
 @st.composite
