@@ -118,12 +118,12 @@ def shared_fixture_home(item: pytest.Item) -> str | None:
     in each test process.
     """
     info = getattr(item, "_fixtureinfo", None)
-    for definitions in info.name2fixturedefs.values() if info else ():
-        fixture = definitions[-1]
+    fixtures = [definitions[-1] for definitions in info.name2fixturedefs.values()] if info else []
+    for fixture in fixtures:  # a package fixture first: its group spans modules
         if fixture.scope == "package":
             return f"package {fixture.baseid}"
-        if fixture.scope in ("module", "class"):
-            return f"module {item.nodeid.split('::')[0]}"
+    if any(fixture.scope in ("module", "class") for fixture in fixtures):
+        return f"module {item.nodeid.split('::')[0]}"
     return None
 
 

@@ -6,8 +6,8 @@ jax, before it reads a record. On this project's 2-core machine that is 1.5 to
 5 s per worker, and the differential tests start hundreds of them. Forked from
 multiprocessing's fork server, which imports Grain once, a worker starts in a
 tenth of a second. Its elements do not depend on how it started: it unpickles
-the same pipeline (cloudpickle's bytes, as with `spawn`) into modules freshly
-imported in the server, not copied from the test's process, as `spawn` would.
+the same pipeline (cloudpickle's bytes) into modules the server imported fresh,
+as a spawned worker would, not into ones copied from the test's process.
 """
 
 from __future__ import annotations
@@ -33,20 +33,17 @@ class _ForkServerOnly:
         return getattr(multiprocessing, name)
 
 
-def fork_grain_workers() -> bool:
+def fork_grain_workers() -> None:
     """Makes Grain's workers start from the fork server, where Grain is imported.
 
-    Returns:
-        Whether it did: only once Grain is imported (the test modules that run
-        it import it), so a test process that never runs Grain never loads it.
+    Only once Grain is imported (the test modules that run it import it), so a
+    test process that never runs Grain never loads it.
     """
     if "grain" not in sys.modules or "forkserver" not in multiprocessing.get_all_start_methods():
-        return False
+        return
     from grain._src.python.dataset.transformations import process_prefetch
 
-    if isinstance(process_prefetch.mp, _ForkServerOnly):
-        return True
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOADED))
-    process_prefetch.mp = _ForkServerOnly(context)
-    return True
+    if not isinstance(process_prefetch.mp, _ForkServerOnly):
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(PRELOADED))
+        process_prefetch.mp = _ForkServerOnly(context)
