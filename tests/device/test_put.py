@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn, testing
+from grainfn._src.device.put import Putter
 
 DEVICE = jax.devices()[0]
 AHEADS = [0, 1, 2, 5, 100]  # 100: more than any stream here holds
@@ -387,3 +388,89 @@ def test_facade_device_put_refuses_bad_sizes() -> None:
         grain.experimental.device_put(ds, DEVICE, cpu_buffer_size=-1)
     with pytest.raises(TypeError, match="got 'cpu' of type str"):
         grain.experimental.device_put(ds, "cpu")
+
+
+# The Putter: what jax.device_put gives, without its Python where the elements allow.
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` whose data starts at a multiple of 64 bytes."""
+    raw = np.empty(array.nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    out = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+def assert_same_arrays(got: Any, expected: Any) -> None:
+    """The same pytree of the same jax arrays: type, dtype, shape, placement, values."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    expected_leaves, expected_tree = jax.tree_util.tree_flatten(expected)
+    assert got_tree == expected_tree
+    for a, b in zip(got_leaves, expected_leaves, strict=True):
+        assert type(a) is type(b)
+        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type)
+        assert (a.sharding, a.committed) == (b.sharding, b.committed)
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+LEAVES = [
+    np.arange(6, dtype=np.int32).reshape(2, 3),
+    np.ones((), np.float32),  # 0-d
+    np.zeros((0, 4), np.float16),  # empty
+    np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+    np.arange(64, dtype=np.float32).reshape(8, 8)[::2, 1::3],  # a strided view
+    np.array([True, False]),
+    np.arange(5, dtype=np.uint8),
+    np.array([1 + 2j, np.nan], np.complex64),
+    np.arange(4, dtype=np.int64),  # 64-bit: jax.device_put's own path, int32 in 32-bit mode
+    np.float32(2.5),  # a numpy scalar, not an array: jax.device_put's own path
+    7,
+]
+
+
+@pytest.mark.parametrize("where", [DEVICE, jax.sharding.SingleDeviceSharding(DEVICE)])
+def test_the_putter_gives_what_jax_device_put_gives(where: Any) -> None:
+    put = Putter(where)
+    assert put.direct is not None  # this jax's internals are the ones the direct call knows
+    for leaf in LEAVES:
+        element = {"x": leaf, "nothing": None, "pair": (leaf, [leaf])}
+        assert_same_arrays(put.one(element), jax.device_put(element, where))
+        assert_same_arrays(put.many([element, element]), jax.device_put([element] * 2, where))
+    with pytest.raises(TypeError, match="not a valid JAX array type"):  # jax's own refusal
+        put.one(np.arange(3, dtype=">f4"))
+    assert put.direct is not None  # nothing above made it give up
+
+
+def test_the_putter_aliases_and_guards_transfers_as_jax_device_put_does() -> None:
+    put = Putter(DEVICE)
+    array = aligned(np.arange(4096, dtype=np.float32))
+    direct, plain = put.one(array), jax.device_put(array, DEVICE)
+    # On a CPU device, jax takes a 64-byte-aligned numpy array without a copy; so does the putter.
+    assert (direct.unsafe_buffer_pointer() == array.ctypes.data) == (
+        plain.unsafe_buffer_pointer() == array.ctypes.data
+    )
+    with jax.transfer_guard("disallow"):  # an explicit transfer, as jax.device_put's is
+        assert_same_arrays(put.one({"x": array}), {"x": plain})
+
+
+def test_a_putter_falls_back_to_jax_device_put_when_the_direct_call_fails() -> None:
+    put = Putter(DEVICE)
+    assert put.direct is not None
+
+    def changed(*args: Any) -> Any:  # as if another jax version took other arguments
+        raise TypeError("batched_device_put() takes other arguments")
+
+    put.direct = put.direct._replace(put=changed)
+    element = {"x": np.arange(3, dtype=np.int32)}
+    assert_same_arrays(put.one(element), jax.device_put(element, DEVICE))
+    assert put.direct is None  # given up once, for good
+    assert_same_arrays(put.many([element]), [jax.device_put(element, DEVICE)])
+
+
+def test_a_pytree_of_places_goes_through_jax_device_put() -> None:
+    where = {"x": DEVICE, "y": jax.sharding.SingleDeviceSharding(DEVICE)}
+    put = Putter(where)
+    assert put.direct is None
+    element = {"x": np.arange(3, dtype=np.int32), "y": np.ones(2, np.float32)}
+    assert_same_arrays(put.many([element, element]), [jax.device_put(element, where)] * 2)

@@ -23,8 +23,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import toolz
 
 from grainfn._src.core import validate
@@ -44,12 +45,11 @@ class PutOnDeviceStream(PassThroughStream):
     ahead: int = 0
 
     def open(self, state: Any) -> Cursor:
-        import jax  # heavy: only where elements go to a device
-
         parent = self.parent.open(state)
+        put = Putter(self.device)
         if self.ahead == 0:
-            return _PutCursor(parent, self.device, jax.device_put)
-        return _PutAheadCursor(parent, state, self.device, jax.device_put, self.ahead)
+            return _PutCursor(parent, put)
+        return _PutAheadCursor(parent, state, put, self.ahead)
 
     def describe_stage(self) -> str:
         return f"put_on_device({self.device}, ahead={self.ahead})"
@@ -58,15 +58,14 @@ class PutOnDeviceStream(PassThroughStream):
 class _PutCursor(BaseCursor):
     """`ahead=0`: each element put as it is read, in the consumer's step."""
 
-    def __init__(self, parent: Cursor, device: Any, put: Any) -> None:
-        self.parent, self.device, self.put = parent, device, put
+    def __init__(self, parent: Cursor, put: Putter) -> None:
+        self.parent, self.put = parent, put
 
     def next(self) -> Any:
-        return self.put(self.parent.next(), self.device)
+        return self.put.one(self.parent.next())
 
     def next_many(self, count: int) -> list[Any]:
-        put, device = self.put, self.device
-        return [put(element, device) for element in self.parent.next_many(count)]
+        return self.put.many(self.parent.next_many(count))
 
     def state(self) -> Any:
         return self.parent.state()
@@ -88,8 +87,8 @@ class _PutAheadCursor(BaseCursor):
     (a `StreamIterator` opens a new one where it stood).
     """
 
-    def __init__(self, parent: Cursor, state: Any, device: Any, put: Any, ahead: int) -> None:
-        self.parent, self.device, self.put, self.ahead = parent, device, put, ahead
+    def __init__(self, parent: Cursor, state: Any, put: Putter, ahead: int) -> None:
+        self.parent, self.put, self.ahead = parent, put, ahead
         self.last_state = state  # the parent's state after the last element returned
         self.ready: collections.deque[tuple[Any, Any]] = collections.deque()
         self.raised: tuple[Exception, Any] | None = None
@@ -123,14 +122,12 @@ class _PutAheadCursor(BaseCursor):
             read.append((element, parent.state()))
         if not read:
             return
-        single = len(read) == 1 or not isinstance(self.device, (list, tuple, dict))
-        where = self.device if single else [self.device] * len(read)
         try:
-            elements = self.put([element for element, _ in read], where)
+            elements = self.put.many([element for element, _ in read])
         except Exception:  # one of them cannot go: put them one by one to find which
             for place, (element, state) in enumerate(read):
                 try:
-                    self.ready.append((self.put(element, self.device), state))
+                    self.ready.append((self.put.one(element), state))
                 except Exception as error:
                     unput.extendleft(reversed(read[place + 1 :]))
                     if self.raised is not None:
@@ -202,6 +199,112 @@ class _PutAheadCursor(BaseCursor):
     def close(self) -> None:
         self.ready.clear()
         super().close()
+
+
+class Putter:
+    """`jax.device_put` of elements to one place, without its Python where it can.
+
+    `jax.device_put` spends about 60 microseconds of Python on each call
+    (flattening, abstract values, shardings) before the copy, as long as a
+    jitted step's own transfer of the same numpy arrays takes. Where the place
+    is one addressable device and every leaf is a numpy array of a dtype that
+    is the same in 32- and 64-bit mode, this calls what `jax.device_put` calls
+    in the end, for each leaf, with the same arguments, so the arrays are the
+    same (values, dtype, sharding, committed, and a 64-byte-aligned array
+    aliased on a CPU device as `jax.device_put` aliases it). Every other
+    element goes through `jax.device_put`, as does everything after the direct
+    call fails once (jax's internals are not its API: another version may
+    differ).
+    """
+
+    def __init__(self, device: Any) -> None:
+        import jax
+
+        self.device = device
+        self.device_put = jax.device_put
+        self.flatten, self.unflatten = jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
+        self.direct: DirectPut | None = _direct_put(device)
+        self.avals: dict[tuple[tuple[int, ...], np.dtype[Any]], Any] = {}
+
+    def one(self, element: Any) -> Any:
+        """`jax.device_put(element, device)`."""
+        placed = self._direct(element)
+        return self.device_put(element, self.device) if placed is None else placed
+
+    def many(self, elements: list[Any]) -> list[Any]:
+        """`[jax.device_put(e, device) for e in elements]`, in one call."""
+        placed = self._direct(elements)
+        if placed is not None:
+            return list(placed)
+        if len(elements) == 1 or not isinstance(self.device, (list, tuple, dict)):
+            return list(self.device_put(elements, self.device))
+        return list(self.device_put(elements, [self.device] * len(elements)))
+
+    def _direct(self, tree: Any) -> Any | None:
+        """`tree` put by the direct call, or None where it does not apply."""
+        if self.direct is None:
+            return None
+        leaves, structure = self.flatten(tree)
+        if not all(type(leaf) is np.ndarray and leaf.dtype in DIRECT_DTYPES for leaf in leaves):
+            return None
+        put, shaped, scope, sharding, devices = self.direct
+        avals = self.avals
+        if len(avals) > MAX_AVALS:  # ragged elements: a bounded memory of shapes
+            avals.clear()
+        try:
+            with scope():
+                placed = []
+                for leaf in leaves:
+                    key = (leaf.shape, leaf.dtype)
+                    aval = avals.get(key)
+                    if aval is None:
+                        aval = avals[key] = shaped(leaf.shape, leaf.dtype)
+                    placed.append(put(aval, sharding, [leaf], devices))
+                return self.unflatten(structure, placed)
+        except Exception:  # jax's internals differ from these: jax.device_put from now on
+            self.direct = None
+            return None
+
+
+DIRECT_DTYPES = frozenset(
+    map(np.dtype, ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "float16"])
+) | {np.dtype("float32"), np.dtype("complex64")}
+"""The dtypes `Putter` puts directly: their own canonical dtype in 32- and 64-bit mode alike."""
+
+MAX_AVALS = 1024
+"""The most leaf shapes a `Putter` keeps the abstract value of."""
+
+
+class DirectPut(NamedTuple):
+    """jax's own calls that `jax.device_put` of a numpy array to one device ends in."""
+
+    put: Any  # (abstract value, sharding, [array], [device]) -> a jax array
+    shaped: Any  # (shape, dtype) -> the abstract value
+    scope: Any  # () -> the context of an explicit transfer, for jax's transfer guard
+    sharding: Any
+    devices: list[Any]
+
+
+def _direct_put(device: Any) -> DirectPut | None:
+    """What `jax.device_put` of a numpy array to `device` calls in the end, or None.
+
+    None where `device` is not one addressable device, or jax's internals are
+    not as this version of grainfn knows them.
+    """
+    import jax
+
+    if isinstance(device, jax.Device):
+        device = jax.sharding.SingleDeviceSharding(device)
+    if not isinstance(device, jax.sharding.SingleDeviceSharding) or not device.is_fully_addressable:
+        return None
+    try:
+        from jax._src.config import explicit_device_put_scope
+        from jax._src.core import ShapedArray
+        from jax._src.interpreters.pxla import batched_device_put
+    except ImportError:
+        return None
+    devices = list(device.device_set)
+    return DirectPut(batched_device_put, ShapedArray, explicit_device_put_scope, device, devices)
 
 
 def check_device(device: Any) -> Any:
