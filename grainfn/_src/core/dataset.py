@@ -179,14 +179,14 @@ class Dataset(Generic[T]):
     def _get_many(self, indices: np.ndarray) -> list[T | None]:
         return read_each(self, indices)
 
-    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
-        """The elements at `indices` as the rows of one array, or None if not available.
+    def _get_array(self, indices: np.ndarray) -> Any | None:
+        """The elements at `indices` stacked, as `pytree.stack` makes them, or None.
 
-        Row `j` equals element `indices[j]`, and the array equals what
-        `pytree.stack` makes of those elements. A source of numbers gives it
-        without one Python object per element, stages that only move indices
-        pass it through, and `batch` cuts its batches out of it. Every other
-        stage answers None.
+        An array whose row `j` is element `indices[j]`, or for elements that
+        are trees of arrays, the same tree of such arrays. A source of
+        numbers (an array, or a dict of arrays) gives it without one Python
+        object per element, stages that only move indices pass it through,
+        and `batch` cuts its batches out of it. Every other stage answers None.
         """
         return None
 
@@ -253,7 +253,7 @@ class IndexStage(OneParent[T]):
     def _get_many(self, indices: np.ndarray) -> list[T | None]:
         return self.parent._get_many(self.parent_indices(indices))
 
-    def _get_array(self, indices: np.ndarray) -> np.ndarray | None:
+    def _get_array(self, indices: np.ndarray) -> Any | None:
         return self.parent._get_array(self.parent_indices(indices))
 
     def trace_parent(self, index: int) -> ParentIndex:

@@ -7,6 +7,7 @@ needed: elements are plain Python and numpy values.
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -92,6 +93,24 @@ def split_rows(array: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
     if len(sizes) * size == len(array):  # equal runs: one reshape, then its rows
         return list(array.reshape(len(sizes), size, *array.shape[1:]))
     return np.split(array, np.cumsum(sizes)[:-1].tolist())
+
+
+def split_stacked(stacked: Any, sizes: np.ndarray) -> list[Any]:
+    """A tree of stacked arrays cut into consecutive runs of rows of the given sizes (views).
+
+    Examples:
+        >>> stacked = {"x": np.arange(5), "y": [np.arange(5) * 10]}
+        >>> first, second = split_stacked(stacked, np.array([3, 2]))
+        >>> first
+        {'x': array([0, 1, 2]), 'y': [array([ 0, 10, 20])]}
+        >>> second
+        {'x': array([3, 4]), 'y': [array([30, 40])]}
+    """
+    if isinstance(stacked, np.ndarray):
+        return split_rows(stacked, sizes)
+    ends = np.cumsum(sizes).tolist()
+    starts = [end - size for end, size in zip(ends, sizes.tolist())]
+    return [map_leaves(operator.itemgetter(slice(s, e)), stacked) for s, e in zip(starts, ends)]
 
 
 def _stack_uniform(elements: Sequence[Any]) -> np.ndarray | None:

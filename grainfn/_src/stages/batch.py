@@ -107,9 +107,10 @@ class BatchedDataset(OneParent):
         sizes = stops - starts
         positions = _parent_positions(starts, stops, sizes)
         if self.batch_fn is None:
-            array = self.parent._get_array(positions)
-            if array is not None:  # rows of numbers: no dict to order
-                return tree.split_rows(array, sizes)
+            stacked = self.parent._get_array(positions)
+            if stacked is not None:  # all the rows stacked at once: cut into batches
+                batches = tree.split_stacked(stacked, sizes)
+                return [sorted_keys(b, b) for b in batches] if self.sort_keys else batches
             elements = self.parent._get_many(positions)
             batches = tree.stack_runs(elements, sizes)
             if not self.sort_keys:
