@@ -21,6 +21,8 @@ ALIGNMENT = 64
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """An uninitialized C-ordered array whose data starts at a multiple of `ALIGNMENT` bytes.
 
+    (An array of no elements has no data: its start is whatever numpy gives.)
+
     Examples:
         >>> array = empty((3, 5), np.float32)
         >>> array.shape, array.dtype, array.ctypes.data % ALIGNMENT, array.flags.c_contiguous
