@@ -22,7 +22,25 @@ def test_a_block_never_wraps_it_starts_the_next_lap() -> None:
     assert ring.head == 160
     ring.free(160)
     assert ring.reserve(60) == 200  # the gap before the end of lap 2 is skipped too
-    assert ring.reserve(1) is None  # bytes 160 to 200 count as taken until freed past them
+    assert ring.reserve(1) == 260  # the skipped gap was free: 40 bytes left in lap 3
+    assert ring.reserve(40) is None  # 39 left before the end, and lap 4 is not free
+    ring.close()
+
+
+def test_a_worker_whose_blocks_are_all_freed_starts_again_at_the_front() -> None:
+    ring = Ring(size=64 + 100)
+    starts = []
+    for _ in range(4):  # the parent keeps up: every block goes to the front of a lap
+        starts.append(ring.reserve(30))
+        ring.free(ring.head)
+    assert starts == [0, 100, 200, 300]  # only the first 30 bytes are ever touched
+    # The parent falls behind: blocks go on after the ones in flight, as far as the end.
+    assert [ring.reserve(30), ring.reserve(30), ring.reserve(30)] == [400, 430, 460]
+    ring.free(430)  # the first copied out, two still in flight
+    assert ring.reserve(30) == 500  # 10 bytes before the end: the next lap, where 400 was
+    assert ring.reserve(30) is None  # bytes 30 to 90 of the ring are still in flight
+    ring.free(530)
+    assert ring.reserve(30) == 600  # all freed: the front again
     ring.close()
 
 

@@ -13,7 +13,12 @@ laps no page is ever faulted again.
 The parent marks bytes free by writing, in the ring's first 8 bytes, how many
 bytes it has freed in all since the start (blocks of one worker arrive and
 are copied in order, so this only grows); the worker reads it before it
-reuses bytes. A block that does not fit in the free bytes travels as before,
+reuses bytes. When the parent has copied out every block, the worker starts its
+next block at the front of the ring again, not after the last one: a ring
+whose parent keeps up touches only the pages of the blocks in flight
+(a 64 MiB ring touched lap after lap cost each worker about 50 ms of page
+faults per iterator on this VM, reading 20,000 small images).
+A block that does not fit in the free bytes travels as before,
 in a memory file of its own: the ring never makes a worker wait. The memory
 goes with the last process that maps it, however it ends.
 """
@@ -70,27 +75,36 @@ class Ring(_Mapped):
             os.close(self.descriptor)
             raise
         self.head = 0  # bytes reserved since the start, gaps at the end of a lap included
+        self.front = 0  # bytes known free since the start: those freed, and the gaps skipped
 
     def reserve(self, nbytes: int) -> int | None:
         """Where (in bytes since the start) a block of `nbytes` goes; None if it does not fit now.
 
         A block never wraps: one that would pass the end starts the next lap.
+        Once every block reserved has been freed, the next one starts the next
+        lap too, at the front, whose pages are already touched.
 
         Examples:
             >>> ring = Ring(size=64 + 100)
             >>> ring.reserve(60), ring.reserve(60)  # the second must wait for the first
             (0, None)
             >>> ring.free(60)  # what the parent does once it copied the block out
-            >>> ring.reserve(60)  # 40 bytes left before the end: the next lap
+            >>> ring.reserve(30)  # everything freed: back to the front, in the next lap
             100
+            >>> ring.reserve(30)  # the first not freed yet: right after it
+            130
         """
         capacity = self.capacity
-        lap = self.head % capacity
-        start = self.head if lap + nbytes <= capacity else self.head + capacity - lap
-        freed = _FREED.unpack_from(self.mapping, 0)[0]
+        head, front = self.head, self.front
+        freed = max(_FREED.unpack_from(self.mapping, 0)[0], front)
+        lap = head % capacity
+        if freed == head and lap:  # every block copied out: back to the front's touched pages
+            head = freed = head + capacity - lap
+            lap = 0
+        start = head if lap + nbytes <= capacity else head + capacity - lap
         if nbytes > capacity or start + nbytes - freed > capacity:
             return None
-        self.head = start + nbytes
+        self.head, self.front = start + nbytes, freed
         return start
 
     def region(self, start: int, nbytes: int) -> memoryview:
