@@ -409,7 +409,7 @@ def assert_same_arrays(got: Any, expected: Any) -> None:
     assert got_tree == expected_tree
     for a, b in zip(got_leaves, expected_leaves, strict=True):
         assert type(a) is type(b)
-        assert (a.dtype, a.shape, a.weak_type) == (b.dtype, b.shape, b.weak_type)
+        assert (a.aval, a.dtype, a.shape, a.weak_type) == (b.aval, b.dtype, b.shape, b.weak_type)
         assert (a.sharding, a.committed) == (b.sharding, b.committed)
         assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
 
@@ -466,6 +466,15 @@ def test_a_putter_falls_back_to_jax_device_put_when_the_direct_call_fails() -> N
     assert_same_arrays(put.one(element), jax.device_put(element, DEVICE))
     assert put.direct is None  # given up once, for good
     assert_same_arrays(put.many([element]), [jax.device_put(element, DEVICE)])
+
+
+def test_another_memory_than_the_devices_own_goes_through_jax_device_put() -> None:
+    for memory in DEVICE.addressable_memories():  # on a CPU: device, pinned_host, unpinned_host
+        where = jax.sharding.SingleDeviceSharding(DEVICE, memory_kind=memory.kind)
+        put = Putter(where)
+        assert (put.direct is not None) == (memory.kind == DEVICE.default_memory().kind)
+        element = {"x": np.arange(3, dtype=np.float32)}
+        assert_same_arrays(put.one(element), jax.device_put(element, where))
 
 
 def test_a_pytree_of_places_goes_through_jax_device_put() -> None:

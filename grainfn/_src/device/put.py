@@ -207,14 +207,14 @@ class Putter:
     `jax.device_put` spends about 60 microseconds of Python on each call
     (flattening, abstract values, shardings) before the copy, as long as a
     jitted step's own transfer of the same numpy arrays takes. Where the place
-    is one addressable device and every leaf is a numpy array of a dtype that
-    is the same in 32- and 64-bit mode, this calls what `jax.device_put` calls
-    in the end, for each leaf, with the same arguments, so the arrays are the
-    same (values, dtype, sharding, committed, and a 64-byte-aligned array
-    aliased on a CPU device as `jax.device_put` aliases it). Every other
-    element goes through `jax.device_put`, as does everything after the direct
-    call fails once (jax's internals are not its API: another version may
-    differ).
+    is one addressable device, in its default memory, and every leaf is a
+    numpy array of a dtype that is the same in 32- and 64-bit mode, this calls
+    what `jax.device_put` calls in the end, for each leaf, with the same
+    arguments, so the arrays are the same (values, abstract value, dtype,
+    sharding, committed, and a 64-byte-aligned array aliased on a CPU device
+    as `jax.device_put` aliases it). Every other element goes through
+    `jax.device_put`, as does everything after the direct call fails once
+    (jax's internals are not its API: another version may differ).
     """
 
     def __init__(self, device: Any) -> None:
@@ -288,8 +288,8 @@ class DirectPut(NamedTuple):
 def _direct_put(device: Any) -> DirectPut | None:
     """What `jax.device_put` of a numpy array to `device` calls in the end, or None.
 
-    None where `device` is not one addressable device, or jax's internals are
-    not as this version of grainfn knows them.
+    None where `device` is not one addressable device in its default memory,
+    or jax's internals are not as this version of grainfn knows them.
     """
     import jax
 
@@ -297,14 +297,17 @@ def _direct_put(device: Any) -> DirectPut | None:
         device = jax.sharding.SingleDeviceSharding(device)
     if not isinstance(device, jax.sharding.SingleDeviceSharding) or not device.is_fully_addressable:
         return None
+    only: Any  # jaxlib's Device has no stub for `default_memory`
+    (only,) = device.device_set
+    if device.memory_kind not in (None, only.default_memory().kind):
+        return None  # another memory (pinned host): jax.device_put also marks the abstract value
     try:
         from jax._src.config import explicit_device_put_scope
         from jax._src.core import ShapedArray
         from jax._src.interpreters.pxla import batched_device_put
     except ImportError:
         return None
-    devices = list(device.device_set)
-    return DirectPut(batched_device_put, ShapedArray, explicit_device_put_scope, device, devices)
+    return DirectPut(batched_device_put, ShapedArray, explicit_device_put_scope, device, [only])
 
 
 def check_device(device: Any) -> Any:
