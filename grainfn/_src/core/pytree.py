@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import aligned
+
 _SCALARS = (int, float, bool, complex, np.generic)
 _NODES = (dict, list, tuple, type(None))
 _PLAIN_LEAVES = (np.ndarray, str, bytes, *_SCALARS)  # leaves JAX never registers as nodes
@@ -123,7 +125,7 @@ def _stack_uniform(elements: Sequence[Any]) -> np.ndarray | None:
         first = elements[0]
         if any(e.dtype != first.dtype or e.shape != first.shape for e in elements):
             return None
-        return np.stack(elements)
+        return aligned.stack(elements)
     if not issubclass(kind, _SCALARS) or issubclass(kind, np.flexible):
         return None  # strings and bytes: a run's width would be its own longest
     array = np.array(elements)
@@ -269,10 +271,11 @@ def _stack_jax_node(elements: Sequence[Any], path: str, strict: bool, structure:
 
 def _stack_leaves(leaves: Sequence[Any], path: str) -> np.ndarray:
     # Checking the few distinct types is far cheaper than one isinstance per leaf.
-    if all(issubclass(kind, _SCALARS) for kind in set(map(type, leaves))):
+    kinds = set(map(type, leaves))
+    if all(issubclass(kind, _SCALARS) for kind in kinds):
         return np.array(leaves)
     try:
-        return np.stack(leaves)
+        return aligned.stack(leaves) if kinds == {np.ndarray} else np.stack(leaves)
     except ValueError:
         shapes = [np.shape(leaf) for leaf in leaves]
         position = next(i for i, shape in enumerate(shapes) if shape != shapes[0])

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from grainfn._src.core import aligned
+
 MAX_DEPTH = 16
 """Elements nested deeper than this travel as they are, not as columns."""
 
@@ -181,7 +183,7 @@ class Columns:
         arrays = {}
         for leaf, shape, dtype in cls.layout(spec, len(rows)):
             out = np.empty(shape, dtype) if into is None else into(leaf, shape, dtype)
-            arrays[leaf] = np.stack([row[leaf] for row in rows], out=out)
+            arrays[leaf] = aligned.stack_into(out, [row[leaf] for row in rows])
         kinds = _array_leaves(spec)
         objects = tuple(
             tuple(row[leaf] for row in rows) for leaf, kind in enumerate(kinds) if kind is None
