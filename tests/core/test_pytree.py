@@ -73,3 +73,54 @@ def test_strict_stacking_of_equal_structures_equals_stacking(tree: Any, count: i
     expected = pytree.stack(elements)
     assert repr(pytree.stack(elements, strict=True)) == repr(expected)
     assert repr(stack_legacy(elements)) == repr(sorted_keys(expected, tree))  # Grain's key order
+
+
+STACKED_DTYPES = st.sampled_from(["uint8", "int16", "int32", "int64", "float32", "float64", "bool"])
+VIEWS = st.sampled_from(["as is", "flip last but one", "flip first", "step", "transpose"])
+
+
+def view_of(array: np.ndarray, how: str) -> np.ndarray:
+    """A view of `array` of its shape (`transpose` keeps it square), strided as `how` says."""
+    if how == "flip last but one":
+        return array[..., ::-1, :]  # a flipped image: runs of the last axis, in reverse order
+    if how == "flip first":
+        return array[::-1]
+    if how == "step":
+        return np.repeat(array, 2, axis=-1)[..., ::2]  # no contiguous run at all
+    if how == "transpose" and array.shape[-1] == array.shape[-2]:
+        return np.swapaxes(array, -1, -2)
+    return array
+
+
+@given(
+    st.tuples(st.integers(1, 3), st.integers(1, 40), st.integers(1, 40), st.integers(1, 5)),
+    STACKED_DTYPES,
+    st.lists(VIEWS, min_size=1, max_size=6),
+)
+def test_stack_arrays_is_np_stack(
+    shape: tuple[int, int, int, int], dtype: str, views: list[str]
+) -> None:
+    size = int(np.prod(shape))
+    arrays = [
+        view_of((np.arange(size) * (k + 1) % 251).astype(dtype).reshape(shape), how)
+        for k, how in enumerate(views)
+    ]
+    arrays = [a for a in arrays if a.shape == arrays[0].shape]
+    got, expected = pytree.stack_arrays(arrays), np.stack(arrays)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert np.array_equal(got, expected)
+    assert got.strides == expected.strides  # numpy's memory order, F-ordered rows included
+    # Into a region of a larger buffer, as a worker's columns are written into shared memory.
+    buffer = np.zeros(expected.nbytes + 3, np.uint8)
+    out = buffer[3:].view(expected.dtype) if expected.itemsize == 1 else np.empty_like(expected)
+    out = out.reshape(expected.shape)
+    assert pytree.stack_into(out, arrays) is out
+    assert np.array_equal(out, expected)
+
+
+def test_stack_of_other_dtypes_or_shapes_is_numpys() -> None:
+    rows = np.arange(2048, dtype=np.int32).reshape(32, 64)
+    mixed = [rows, rows.astype(np.int64)]
+    assert pytree.stack_arrays(mixed).dtype == np.stack(mixed).dtype == np.int64
+    with pytest.raises(ValueError, match="same shape"):
+        pytree.stack_arrays([rows, rows[:, :10]])

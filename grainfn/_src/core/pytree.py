@@ -7,14 +7,13 @@ needed: elements are plain Python and numpy values.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-from grainfn._src.core import aligned
 
 _SCALARS = (int, float, bool, complex, np.generic)
 _NODES = (dict, list, tuple, type(None))
@@ -115,6 +114,80 @@ def split_stacked(stacked: Any, sizes: np.ndarray) -> list[Any]:
     return [map_leaves(operator.itemgetter(slice(s, e)), stacked) for s, e in zip(starts, ends)]
 
 
+SHORT_RUN_BYTES = 64
+"""Rows whose innermost contiguous run is at most this long are copied a run at a time."""
+
+MIN_ROW_BYTES = 1024
+"""Rows smaller than this are stacked by numpy alone: a Python step per row would cost more."""
+
+
+def stack_arrays(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """`np.stack(arrays)`, faster for strided rows that end in a short contiguous run.
+
+    numpy copies a strided array one innermost run at a time, at a cost per run:
+    a horizontally flipped 64x64x3 uint8 image is 4,096 runs of 3 bytes, and
+    stacking 64 of them took 35 microseconds an image on this machine. Seen as
+    one item of the run's bytes (a 3-byte void) per pixel, the same copy took 9.
+
+    Examples:
+        >>> image = np.arange(3072, dtype=np.uint8).reshape(32, 32, 3)
+        >>> np.array_equal(stack_arrays([image, image[:, ::-1]]), np.stack([image, image[:, ::-1]]))
+        True
+    """
+    run = _run_copy_bytes(arrays)
+    if run is None:
+        return np.stack(arrays)
+    shape, dtype = arrays[0].shape, arrays[0].dtype
+    if any(array.shape != shape or array.dtype != dtype for array in arrays):
+        return np.stack(arrays)  # numpy's promotion, or its error
+    return _copy_runs(np.empty((len(arrays), *shape), dtype), arrays, run)
+
+
+def stack_into(out: np.ndarray, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """`np.stack(arrays, out=out)` of arrays of one shape and dtype, as `stack_arrays` copies.
+
+    `out` is C-ordered, of their stacked shape (a region of a memory file, say).
+    """
+    run = _run_copy_bytes(arrays) if out.flags.c_contiguous else None
+    if run is None:
+        return np.stack(arrays, out=out)
+    return _copy_runs(out, arrays, run)
+
+
+def _copy_runs(out: np.ndarray, arrays: Sequence[np.ndarray], run: int) -> np.ndarray:
+    """Row `i` of `out` set to `arrays[i]`, a strided one a `run`-byte item at a time."""
+    void = np.dtype((np.void, run))
+    items = out.view(void)[..., 0]
+    for row, array in enumerate(arrays):
+        if not array.flags.c_contiguous and array.strides[-1] == array.itemsize:
+            items[row] = array.view(void)[..., 0]
+        else:
+            out[row] = array
+    return out
+
+
+def _run_copy_bytes(arrays: Sequence[np.ndarray]) -> int | None:
+    """The bytes of a run where copying `arrays` a run at a time pays; else None.
+
+    It pays for rows of `MIN_ROW_BYTES` or more whose last axis holds at most
+    `SHORT_RUN_BYTES`, some of them strided. Every strided one must keep C's
+    order of axes (flips allowed), so that the stack is C-ordered as numpy's is.
+    """
+    first = arrays[0] if len(arrays) else None
+    if first is None or first.nbytes < MIN_ROW_BYTES or first.dtype.hasobject:
+        return None
+    run = first.itemsize * first.shape[-1]
+    strided = [array for array in arrays if not array.flags.c_contiguous]
+    if not 0 < run <= SHORT_RUN_BYTES or not strided:  # contiguous rows: numpy's loop is faster
+        return None
+    return run if all(map(_c_ordered_up_to_flips, strided)) else None
+
+
+def _c_ordered_up_to_flips(array: np.ndarray) -> bool:
+    sizes = [abs(stride) for stride in array.strides]
+    return all(outer >= inner for outer, inner in itertools.pairwise(sizes))
+
+
 def _stack_uniform(elements: Sequence[Any]) -> np.ndarray | None:
     """All `elements` stacked at once if that equals stacking any run of them; else None."""
     kinds = set(map(type, elements))
@@ -125,7 +198,7 @@ def _stack_uniform(elements: Sequence[Any]) -> np.ndarray | None:
         first = elements[0]
         if any(e.dtype != first.dtype or e.shape != first.shape for e in elements):
             return None
-        return aligned.stack(elements)
+        return stack_arrays(elements)
     if not issubclass(kind, _SCALARS) or issubclass(kind, np.flexible):
         return None  # strings and bytes: a run's width would be its own longest
     array = np.array(elements)
@@ -275,7 +348,7 @@ def _stack_leaves(leaves: Sequence[Any], path: str) -> np.ndarray:
     if all(issubclass(kind, _SCALARS) for kind in kinds):
         return np.array(leaves)
     try:
-        return aligned.stack(leaves) if kinds == {np.ndarray} else np.stack(leaves)
+        return stack_arrays(leaves) if kinds == {np.ndarray} else np.stack(leaves)
     except ValueError:
         shapes = [np.shape(leaf) for leaf in leaves]
         position = next(i for i, shape in enumerate(shapes) if shape != shapes[0])

@@ -236,9 +236,9 @@ class Putter:
         placed = self._direct(elements)
         if placed is not None:
             return list(placed)
-        if len(elements) == 1 or not isinstance(self.device, (list, tuple, dict)):
-            return list(self.device_put(elements, self.device))
-        return list(self.device_put(elements, [self.device] * len(elements)))
+        per_field = isinstance(self.device, (list, tuple, dict))  # a place per field of each
+        where = [self.device] * len(elements) if per_field else self.device
+        return list(self.device_put(elements, where))
 
     def _direct(self, tree: Any) -> Any | None:
         """`tree` put by the direct call, or None where it does not apply."""

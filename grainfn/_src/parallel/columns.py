@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from grainfn._src.core import aligned
+from grainfn._src.core import pytree
 
 MAX_DEPTH = 16
 """Elements nested deeper than this travel as they are, not as columns."""
@@ -183,7 +183,7 @@ class Columns:
         arrays = {}
         for leaf, shape, dtype in cls.layout(spec, len(rows)):
             out = np.empty(shape, dtype) if into is None else into(leaf, shape, dtype)
-            arrays[leaf] = aligned.stack_into(out, [row[leaf] for row in rows])
+            arrays[leaf] = pytree.stack_into(out, [row[leaf] for row in rows])
         kinds = _array_leaves(spec)
         objects = tuple(
             tuple(row[leaf] for row in rows) for leaf, kind in enumerate(kinds) if kind is None

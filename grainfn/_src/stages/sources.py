@@ -157,11 +157,11 @@ class SourceDataset(Dataset[Any]):
             raise
 
     def _get_array(self, indices: np.ndarray) -> Any | None:
-        source = self.source
+        source, rows = self.source, indices % self.length
         if isinstance(source, np.ndarray) and source.dtype.kind in NUMBER_KINDS:
-            return aligned.take_rows(source, indices % self.length)  # stacking the rows
+            return aligned.take_rows(source, rows)  # what stacking the rows would give
         if isinstance(source, ArrayTree) and source.gathers:
-            return source.rows(indices % self.length)
+            return source.rows(rows)
         return None
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
