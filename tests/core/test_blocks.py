@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from grainfn import fn
-from grainfn._src.core.blocks import BlockReader, BlockSizer, ThreadExecutor, next_block_size
+from grainfn._src.core.blocks import (
+    MAX_READ_HERE,
+    BlockReader,
+    BlockSizer,
+    ThreadExecutor,
+    next_block_size,
+)
 from grainfn._src.core.executor_policy import reading_waits, threads_keep_up
 
 from support.scripted_clock import CostedExecutor, ScriptedClock, charged
@@ -268,3 +274,162 @@ def test_a_block_sizer_judges_each_part_of_a_block_read_in_parts() -> None:
     clock.advance(0.03)
     sizer.done()  # one part of 30 ms: the next block halves
     assert sizer.start() == 32
+
+
+# ---------------------------------------------------------------------------
+# The consumer reads while it waits for an executor's block (`BlockReader._help`).
+
+
+class LaneTask:
+    """A block of a `Lane`: done once the clock passes the time its lane finishes it."""
+
+    def __init__(self, lane: Lane, first: int, stop: int, ready_at: float) -> None:
+        self.lane, self.first, self.stop, self.ready_at = lane, first, stop, ready_at
+
+    def done(self) -> bool:
+        return self.lane.clock.now() >= self.ready_at
+
+    def result(self) -> tuple[list[int], None, float]:
+        clock = self.lane.clock
+        clock.advance(max(0.0, self.ready_at - clock.now()), 0.0)  # the consumer waits
+        self.lane.taken.extend(range(self.first, self.stop))
+        return list(range(self.first, self.stop)), None, self.lane.cost * (self.stop - self.first)
+
+    def cancel(self) -> bool:
+        return True
+
+
+class Lane:
+    """An executor of one worker that reads `cost` seconds an element, beside the consumer.
+
+    Its blocks are read one after another from when each is sent, on the
+    consumer's scripted clock, so the consumer's reads here and the lane's
+    overlap as two processes' would.
+    """
+
+    task_seconds = 0.01
+    consumer_helps = True  # it leaves the consumer a core
+
+    def __init__(self, clock: ScriptedClock, cost: float, max_tasks: int = 2) -> None:
+        self.clock, self.cost, self.max_tasks = clock, cost, max_tasks
+        self.busy_until = 0.0
+        self.taken: list[int] = []
+
+    def submit(self, first: int, stop: int) -> LaneTask:
+        self.busy_until = max(self.busy_until, self.clock.now()) + self.cost * (stop - first)
+        return LaneTask(self, first, stop, self.busy_until)
+
+    def close(self) -> None:
+        pass
+
+
+def read_all(reader: BlockReader) -> list[Any]:
+    got: list[Any] = []
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            return got
+
+
+def lane_reader(
+    n: int, here: float, ahead: float, adaptive: bool = True, fails_at: int | None = None
+) -> tuple[BlockReader, Lane, ScriptedClock]:
+    clock = ScriptedClock()
+    failed: list[int] = []
+
+    def element(x: int) -> int:
+        if x == fails_at and len(failed) < 2:  # the block's read, then the position's alone
+            failed.append(x)
+            raise KeyError(f"record {x} is corrupt")
+        return x
+
+    lane = Lane(clock, ahead)
+    dataset = charged(fn.map(element, fn.range(n)), clock, here)
+    reader = BlockReader(dataset, 0, executor=lane, adaptive=adaptive, buffer=None, clock=clock)
+    reader.start_prefetch()  # the lane from the first block
+    return reader, lane, clock
+
+
+@pytest.mark.parametrize(("here", "ahead"), [(1e-4, 1e-4), (1e-4, 1e-3), (1e-3, 1e-4)])
+def test_the_consumer_reads_while_it_waits_and_loses_or_repeats_nothing(
+    here: float, ahead: float
+) -> None:
+    n = 20_000
+    reader, lane, _ = lane_reader(n, here, ahead)
+    assert read_all(reader) == list(range(n))
+    assert reader.read_here > 0 and reader.read_here + len(lane.taken) == n
+
+
+def test_an_executor_as_fast_as_the_consumer_with_its_help_reads_in_about_half_the_time() -> None:
+    n = 20_000
+    helped, _, clock = lane_reader(n, 1e-4, 1e-4)
+    assert read_all(helped) == list(range(n))
+    alone = n * 1e-4
+    assert clock.now() < 0.6 * alone  # the lane and the consumer each read about half
+    assert 0.4 * n < helped.read_here < 0.6 * n
+
+
+@pytest.mark.parametrize("how", ["pinned", "on every core"])
+def test_the_consumer_never_reads_ahead_of_a_pinned_executor_or_one_on_every_core(how: str) -> None:
+    clock = ScriptedClock()
+    lane = Lane(clock, 1e-4)
+    adaptive = how == "on every core"
+    lane.consumer_helps = not adaptive  # on every core: the consumer would take a worker's
+    dataset = charged(fn.range(5_000), clock, 1e-4)
+    reader = BlockReader(dataset, 0, executor=lane, adaptive=adaptive, buffer=None, clock=clock)
+    reader.start_prefetch()
+    got, ahead = read_watching(reader)
+    assert got == list(range(5_000)) and ahead == [0]
+    if not adaptive:  # not even a probe: every block is the executor's
+        assert reader.read_here == 0 and lane.taken == list(range(5_000))
+
+
+def read_watching(reader: BlockReader) -> tuple[list[Any], list[int]]:
+    """Everything `reader` reads, and each count of blocks read here ahead it showed."""
+    got: list[Any] = []
+    seen = set()
+    while True:
+        seen.add(reader.read_here_ahead)
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            return got, sorted(seen)
+
+
+def test_the_consumer_reads_at_most_max_read_here_blocks_ahead_of_the_executor() -> None:
+    reader, _, _ = lane_reader(5_000, 1e-6, 1e-2)  # the lane far slower than reading here
+    got, ahead = read_watching(reader)
+    assert got == list(range(5_000))
+    assert ahead == list(range(MAX_READ_HERE + 1))
+
+
+def test_a_read_here_that_fails_raises_at_its_place_then_the_position_is_read_again() -> None:
+    n = 5_000
+    reader, lane, _ = lane_reader(n, 1e-4, 1e-4)
+    read_all(reader)
+    helped = sorted(set(range(n)) - set(lane.taken))
+    bad = helped[len(helped) // 2]  # read here while waiting, on the same scripted clock
+    reader, lane, _ = lane_reader(n, 1e-4, 1e-4, fails_at=bad)
+    got: list[Any] = []
+    with pytest.raises(KeyError, match=f"record {bad} is corrupt"):
+        while True:
+            got += reader.read()[1]
+    assert got == list(range(bad))
+    assert got + read_all(reader) == list(range(n))
+    assert bad in lane.taken  # read again by the executor, the consumer's next block
+
+
+def test_without_a_buffer_an_executor_keeps_all_its_tasks_in_flight() -> None:
+    clock = ScriptedClock()
+    lane = Lane(clock, 1e-6, max_tasks=4)  # cheap: tasks of the most positions, 1024
+    for buffer, in_flight in ((None, 4), (500, 1)):
+        reader = BlockReader(
+            fn.range(100_000), 0, executor=lane, adaptive=False, buffer=buffer, clock=clock
+        )
+        reader.start_prefetch()
+        for _ in range(8):  # past the first small blocks
+            reader.read()
+        assert reader.task_size == 1024
+        assert [stop - first for first, stop, _ in reader.pending] == [1024] * in_flight
+        reader.close()

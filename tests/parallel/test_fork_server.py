@@ -319,3 +319,18 @@ def test_the_launch_data_is_the_preparation_data_then_the_process() -> None:
     prepared = pickle.load(data)
     assert prepared == preparation_data("grainfn-worker-7")
     assert pickle.load(data).name == "grainfn-worker-7"
+
+
+def numpy_random_was_imported(x: int) -> bool:
+    return "numpy.random" in sys.modules
+
+
+def test_workers_start_with_numpy_random_imported_by_the_server() -> None:
+    # Nothing in this pipeline loads numpy.random: a worker has it from the fork server.
+    stream = fn.from_dataset(fn.map(numpy_random_was_imported, fn.range(2)))
+    it = fn.iterate(fn.mp_prefetch(1, stream, adaptive=False))
+    try:
+        assert list(it) == [True, True]
+    finally:
+        it.close()
+    assert_nothing_left()

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from hypothesis import strategies as st
 
 import grainfn as grain
 from grainfn import fn
-from grainfn._src.parallel.processes import WorkerError
+from grainfn._src.core.blocks import BlockReader
+from grainfn._src.parallel.processes import LeafExecutor, WorkerError, WorkerPool, available_cores
 from grainfn._src.parallel.transfer import INLINE_BYTES, decode_block, encode_block
 from grainfn.testing import assert_elements_equal
 
@@ -341,4 +343,73 @@ def test_workers_start_with_their_first_block_so_a_tiny_dataset_starts_few() -> 
         assert list(it) == [0, 10, 20, 30]
         started = len(it.core._cursor.pool.workers)  # type: ignore[attr-defined]
     assert started <= 4  # one per position at most, not 2000 (the parent may read them all)
+    assert_nothing_left()
+
+
+class WaitsInWorkers:
+    """`x -> (x, pid)`; in a worker process, only once the file `gate` exists.
+
+    In the parent it first creates `read_here`, which says the parent read
+    an element itself.
+    """
+
+    def __init__(self, parent: int, gate: str, read_here: str) -> None:
+        self.parent, self.gate, self.read_here = parent, gate, read_here
+
+    def __call__(self, x: int) -> tuple[int, int]:
+        if os.getpid() == self.parent:
+            Path(self.read_here).touch()
+        else:
+            wait_until(lambda: os.path.exists(self.gate), "the test opened the gate")
+        return x, os.getpid()
+
+
+def test_a_pools_done_says_whether_a_block_came_without_waiting(tmp_path: Path) -> None:
+    gate, read_here = tmp_path / "gate", tmp_path / "read here"
+    waits = fn.map(WaitsInWorkers(os.getpid(), str(gate), str(read_here)), fn.range(10))
+    pool = WorkerPool([waits], 1)
+    try:
+        task = pool.submit(0, 0, 4)
+        with no_hang("done() while the worker waits"):
+            assert not task.done() and not task.done()
+        gate.touch()
+        wait_until(task.done, "the block came")
+        block, error, _ = task.result()
+        assert error is None and [x for x, _ in block] == [0, 1, 2, 3]
+    finally:
+        pool.close()
+    assert_nothing_left()
+
+
+def test_the_consumer_reads_blocks_itself_while_the_workers_keep_it_waiting(
+    tmp_path: Path,
+) -> None:
+    gate, read_here = tmp_path / "gate", tmp_path / "read here"
+    waits = fn.map(WaitsInWorkers(os.getpid(), str(gate), str(read_here)), fn.range(3_000))
+    pool = WorkerPool([waits], 2)
+    wait_until(pool.ready, "the workers started")
+    executor = LeafExecutor(pool, 0)
+    assert executor.consumer_helps == (available_cores() > 2)
+    executor.consumer_helps = True  # as with a core to spare, whatever this machine has
+    reader = BlockReader(waits, 0, executor=executor, buffer=None)
+    reader.start_prefetch()  # every block to the workers, from the first: they wait for the gate
+    opener = threading.Thread(
+        target=lambda: (wait_until(read_here.exists, "a read here"), gate.touch())
+    )
+    opener.start()
+    got: list[Any] = []
+    try:
+        while True:
+            try:
+                got += reader.read()[1]
+            except StopIteration:
+                break
+    finally:
+        gate.touch()
+        opener.join()
+        reader.close()
+        pool.close()
+    assert [x for x, _ in got] == list(range(3_000))
+    pids = {pid for _, pid in got}
+    assert os.getpid() in pids and len(pids) > 1  # the consumer read some, the workers the rest
     assert_nothing_left()

@@ -21,7 +21,7 @@ import concurrent.futures
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -41,7 +41,12 @@ Result = tuple[list[Any], Exception | None, float]
 
 
 class Task(Protocol):
-    """A block being read ahead."""
+    """A block being read ahead.
+
+    A task may also have `done()`, which says without waiting whether its
+    block has come: while the first block in flight has not, the reader
+    reads the next ones itself (see `BlockReader`).
+    """
 
     def result(self) -> Result:
         """Waits for the block and returns it."""
@@ -55,7 +60,9 @@ class Task(Protocol):
 class Executor(Protocol):
     """Reads blocks of positions ahead of the consumer.
 
-    Five attributes are optional, read where present: `keeps_blocks` (see
+    Six attributes are optional, read where present: `consumer_helps`,
+    whether the consumer reading while it waits adds to the executor (it has
+    a core the executor leaves idle: see `BlockReader._help`); `keeps_blocks` (see
     `ThreadExecutor`); `required_gain`, how many times less the consumer must
     wait per element than reading in its own thread costs for the executor to
     keep the work (1 when absent: it only has to be faster); `ready()`, which
@@ -188,7 +195,9 @@ class BlockReader:
         position: The first position to read.
         threads: At most this many threads read ahead once reading is seen to
             wait; 0 reads in the calling thread only.
-        buffer: At most this many positions are read ahead of the consumer.
+        buffer: At most this many positions are read ahead of the consumer;
+            None: as many as the executor's `max_tasks` tasks hold (worker
+            processes and actors, whose tasks are sized by their time).
         executor: Reads ahead from the start (worker processes, Ray actors),
             instead of threads; the reader never closes it for good before its
             own `close`.
@@ -211,7 +220,7 @@ class BlockReader:
         dataset: Dataset[Any],
         position: int,
         threads: int = 0,
-        buffer: int = 500,
+        buffer: int | None = 500,
         executor: Executor | None = None,
         adaptive: bool = True,
         read_while_starting: bool | None = None,
@@ -224,7 +233,7 @@ class BlockReader:
         self.length = dataset.length
         self.position = position  # the first position not yet read or handed to the executor
         self.threads = threads
-        self.buffer = max(1, buffer)
+        self.buffer = None if buffer is None else max(1, buffer)
         self.clock = clock
         self.policy = ExecutorPolicy(tuning, clock, adaptive, read_while_starting)
         self.sizer = BlockSizer(tuning.max_task, clock)
@@ -244,6 +253,11 @@ class BlockReader:
         self.meter = meter
         self.handed: tuple[bool, float, int, float] | None = None  # the last block (`_note`)
         self.block_seconds = (False, 0.0)  # how the block now read came, and its seconds
+        # Processes or actors on trial that leave it a core: the consumer reads too
+        # while it waits (`_help`).
+        self.helps = adaptive and bool(getattr(executor, "consumer_helps", False))
+        self.read_here_ahead = 0  # blocks `_help` read, in `pending`
+        self.help_excess = 0.0  # what they cost beyond reading here alone (see `_help`)
 
     @property
     def ahead(self) -> int:
@@ -333,7 +347,7 @@ class BlockReader:
         if self.executor is None:
             pool, gain = self.thread_pool, self.policy.tuning.thread_gain
             self.executor = (
-                ThreadExecutor(self.dataset, self.threads, self.buffer, gain)
+                ThreadExecutor(self.dataset, self.threads, self.buffer or self.threads, gain)
                 if pool is None
                 else pool()
             )
@@ -367,8 +381,8 @@ class BlockReader:
         executor = self.executor
         assert executor is not None
         while (
-            self.ahead < self.buffer
-            and len(self.pending) < executor.max_tasks
+            (self.buffer is None or self.ahead < self.buffer)
+            and len(self.pending) - self.read_here_ahead < executor.max_tasks
             and self.position < self.length
         ):
             first = self.position
@@ -387,20 +401,79 @@ class BlockReader:
             self.close()  # everything is read: the executor has nothing left to do
             raise StopIteration
         first, stop = self.pending[0][:2]
-        started = self.clock.now()
+        if isinstance(self.pending[0][2], ReadHere):
+            return self._take_read_here()
         try:  # no local holds the task: what it raised holds this frame
+            self._help()
+            started = self.clock.now()
             block, self.error, seconds = self.pending[0][2].result()
         except BaseException as failure:  # the executor failed (Ctrl-C while waiting, say)
             self._after_failure(first, isinstance(failure, Exception))  # the block is read again
             raise
         self.pending.popleft()
         failed = self.error is not None
+        waited = self.clock.now() - started + self.help_excess
+        self.help_excess = 0.0
         try:
-            return self._taken(first, stop, block, failed, seconds, self.clock.now() - started)
+            return self._taken(first, stop, block, failed, seconds, waited)
         except BaseException:  # Ctrl-C before the block was handed out: the next read has it
             if not failed:
                 self.ready = (first, block)
             raise
+
+    def _help(self) -> None:
+        """While the executor's first block in flight is not back, reads the next ones here.
+
+        The consumer would only wait: it reads the positions after the last
+        block handed out (the executor's blocks, at most `MAX_READ_HERE` of
+        its own, in order) and queues them as blocks read here. A reader
+        only waits where its executor takes every core (no `consumer_helps`),
+        is pinned (not `adaptive`, or since a block failed there: see
+        `ExecutorPolicy.executor_failed`), or has tasks that cannot say they
+        are done without waiting.
+
+        What reading here costs beyond reading here alone (the executor's
+        processes take the consumer's cores) is added to the wait for the
+        executor's next block, so the trial judges the executor by what it
+        costs the consumer in all.
+        """
+        if not (self.helps and self.policy.adaptive) or self.draining:
+            return  # pinned, or a block failed there: no position may be read here
+        done = getattr(self.pending[0][2], "done", None)
+        while (
+            done is not None
+            and self.read_here_ahead < MAX_READ_HERE
+            and self.position < self.length
+            and not done()
+        ):
+            first = self.position
+            stop = min(self.length, first + self.task_size)
+            started = self.clock.now()
+            block, error = read_block(self.dataset, first, stop)
+            wall = self.clock.now() - started
+            self.position = first + len(block)  # a failed position: the executor's next
+            if block or error is not None:
+                self.pending.append((first, self.position, ReadHere(block, error, wall)))
+                self.read_here_ahead += 1
+            if error is not None:
+                return
+            own = self.policy.own_cost
+            if own > 0:
+                self.help_excess += max(0.0, wall - own * len(block))
+
+    def _take_read_here(self) -> tuple[int, list[Any]]:
+        """Hands out the block `_help` read here, first in line now."""
+        first, _, task = self.pending.popleft()
+        self.read_here_ahead -= 1
+        block, self.error, seconds = task.result()
+        self.read_here += len(block)
+        self.policy.spent_here(seconds)
+        self.block_seconds = (False, 0.0)  # read while the consumer waited: it costs nothing now
+        if self.draining and not self.pending:  # the executor lost: the rest is read here
+            self._read_here()
+        if self.error is not None:
+            return self._fail(first, block)
+        return first, block
 
     def _taken(
         self, first: int, stop: int, block: list[Any], failed: bool, seconds: float, waited: float
@@ -510,6 +583,25 @@ class BlockReader:
         for _, _, task in self.pending:
             task.cancel()
         self.pending.clear()
+        self.read_here_ahead = 0
+
+
+MAX_READ_HERE = 2
+"""The most blocks a consumer reads ahead of its executor's while it waits (see `BlockReader`)."""
+
+
+class ReadHere(NamedTuple):
+    """A block the consumer read while it waited for the executor's (`BlockReader._help`)."""
+
+    block: list[Any]
+    error: Exception | None
+    seconds: float
+
+    def result(self) -> Result:
+        return self.block, self.error, self.seconds
+
+    def cancel(self) -> bool:
+        return True
 
 
 class ThreadExecutor:

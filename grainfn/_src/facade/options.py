@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from typing import Any
 
 from grainfn._src.core import validate
 from grainfn._src.parallel.deaths import check_worker_timeout
+from grainfn._src.parallel.processes import available_cores
 
 _logger = logging.getLogger("grainfn")
 
@@ -132,14 +132,6 @@ class MultiprocessingOptions:
             "worker_timeout": self.worker_timeout,
             "adaptive": self.adaptive,
         }
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def determine_worker_count(input_worker_count: int | None) -> int:

@@ -37,8 +37,12 @@ import threading
 from multiprocessing import forkserver, reduction, spawn, util
 from typing import Any
 
-PRELOAD = ("numpy", "cloudpickle", "grainfn", "grainfn._src.parallel.worker")
-"""What grainfn's fork server imports once, so that each worker starts with it imported."""
+PRELOAD = ("numpy", "numpy.random", "cloudpickle", "grainfn", "grainfn._src.parallel.worker")
+"""What grainfn's fork server imports once, so that each worker starts with it imported.
+
+`numpy.random` too: grainfn imports it lazily (a program without random
+stages never needs it), but every pipeline with a seed loads it in each
+worker, about 16 ms of a worker's start on a 2-core machine."""
 
 MAIN_KEYS_PREFIX = "init_main_"
 """Keys of multiprocessing's preparation data that make a child run the main module."""

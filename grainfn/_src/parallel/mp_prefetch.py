@@ -143,6 +143,7 @@ class PooledLeaf(Stream[Any]):
         reader = BlockReader(
             self.leaf.reads,  # in the leaf's named threads, if it has them
             state.position,
+            buffer=None,  # the executor's tasks bound it: a worker never idles for want of one
             executor=self.executor(),
             adaptive=self.adaptive,
             read_while_starting=self.read_while_starting,

@@ -239,6 +239,27 @@ class WorkerPool:
             self.park()
         return block, error, seconds
 
+    def done(self, task: int) -> bool:
+        """Whether the block of `task` has come; never waits.
+
+        Files what its worker has sent so far (as `result` does), and replaces
+        the worker if it died; raises what `result` would raise then.
+        """
+        self._check_owner()
+        index = task % self.num_workers
+        try:
+            while task not in self._done:
+                worker = self.workers.get(index)
+                if worker is None or worker.abandoned:
+                    return False
+                if worker.held is None and not worker.channel.poll():
+                    return False
+                self._receive(index)
+        except Exception:
+            self.park()
+            raise
+        return True
+
     def park(self) -> None:
         """Stops every worker now; the next block sent to or awaited from one starts it again.
 
@@ -553,13 +574,31 @@ class PoolTask:
     def result(self) -> Result:
         return self.pool.result(self.task)
 
+    def done(self) -> bool:
+        """Whether the block has come (see `WorkerPool.done`)."""
+        return self.pool.done(self.task)
+
     def cancel(self) -> bool:
         self.pool.cancel(self.task)
         return True
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 class LeafExecutor:
-    """The executor of one leaf of a pool, for a BlockReader."""
+    """The executor of one leaf of a pool, for a BlockReader.
+
+    `consumer_helps` where the pool has fewer workers than this process has
+    cores: then a core is left for the consumer, and reading while it waits
+    adds that core to the workers' (see `BlockReader`); with a worker on every
+    core, it would only take theirs.
+    """
 
     task_seconds = 0.01
 
@@ -569,6 +608,7 @@ class LeafExecutor:
         # One block more per worker than its buffer: while a worker computes a
         # block, its next task is already waiting, so it never idles between them.
         self.max_tasks = pool.num_workers * (pool.buffer_per_worker + 1)
+        self.consumer_helps = pool.num_workers < available_cores()
 
     def submit(self, first: int, stop: int) -> PoolTask:
         return self.pool.submit(self.leaf, first, stop)
