@@ -333,15 +333,25 @@ def read_all(reader: BlockReader) -> list[Any]:
 
 
 def lane_reader(
-    n: int, here: float, ahead: float, adaptive: bool = True, fails_at: int | None = None
+    n: int,
+    here: float,
+    ahead: float,
+    adaptive: bool = True,
+    fails_at: int | None = None,
+    interrupted_at: int | None = None,
 ) -> tuple[BlockReader, Lane, ScriptedClock]:
+    """A reader of `range(n)` over a `Lane`; reading position `fails_at` here fails twice
+    (the block's read, then the position's alone), `interrupted_at` is Ctrl-C once."""
     clock = ScriptedClock()
     failed: list[int] = []
 
     def element(x: int) -> int:
-        if x == fails_at and len(failed) < 2:  # the block's read, then the position's alone
+        if x == fails_at and len(failed) < 2:
             failed.append(x)
             raise KeyError(f"record {x} is corrupt")
+        if x == interrupted_at and not failed:
+            failed.append(x)
+            raise KeyboardInterrupt
         return x
 
     lane = Lane(clock, ahead)
@@ -418,6 +428,21 @@ def test_a_read_here_that_fails_raises_at_its_place_then_the_position_is_read_ag
     assert got == list(range(bad))
     assert got + read_all(reader) == list(range(n))
     assert bad in lane.taken  # read again by the executor, the consumer's next block
+
+
+def test_ctrl_c_while_reading_here_for_the_executor_loses_and_repeats_nothing() -> None:
+    n = 5_000
+    reader, lane, _ = lane_reader(n, 1e-4, 1e-4)
+    read_all(reader)
+    helped = sorted(set(range(n)) - set(lane.taken))
+    at = helped[len(helped) // 2]
+    reader, lane, _ = lane_reader(n, 1e-4, 1e-4, interrupted_at=at)
+    got: list[Any] = []
+    with pytest.raises(KeyboardInterrupt):
+        while True:
+            got += reader.read()[1]
+    assert got == list(range(len(got))) and len(got) < at
+    assert got + read_all(reader) == list(range(n))
 
 
 def test_without_a_buffer_an_executor_keeps_all_its_tasks_in_flight() -> None:
