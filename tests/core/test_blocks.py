@@ -20,6 +20,7 @@ from grainfn._src.core.blocks import (
 )
 from grainfn._src.core.executor_policy import reading_waits, threads_keep_up
 
+from support.reading import read_reader
 from support.scripted_clock import CostedExecutor, ScriptedClock, charged
 from support.waiting import wait_until
 
@@ -323,15 +324,6 @@ class Lane:
         pass
 
 
-def read_all(reader: BlockReader) -> list[Any]:
-    got: list[Any] = []
-    while True:
-        try:
-            got += reader.read()[1]
-        except StopIteration:
-            return got
-
-
 def lane_reader(
     n: int,
     here: float,
@@ -367,14 +359,14 @@ def test_the_consumer_reads_while_it_waits_and_loses_or_repeats_nothing(
 ) -> None:
     n = 20_000
     reader, lane, _ = lane_reader(n, here, ahead)
-    assert read_all(reader) == list(range(n))
+    assert read_reader(reader) == list(range(n))
     assert reader.read_here > 0 and reader.read_here + len(lane.taken) == n
 
 
 def test_an_executor_as_fast_as_the_consumer_with_its_help_reads_in_about_half_the_time() -> None:
     n = 20_000
     helped, _, clock = lane_reader(n, 1e-4, 1e-4)
-    assert read_all(helped) == list(range(n))
+    assert read_reader(helped) == list(range(n))
     alone = n * 1e-4
     assert clock.now() < 0.6 * alone  # the lane and the consumer each read about half
     assert 0.4 * n < helped.read_here < 0.6 * n
@@ -417,7 +409,7 @@ def test_the_consumer_reads_at_most_max_read_here_blocks_ahead_of_the_executor()
 def test_a_read_here_that_fails_raises_at_its_place_then_the_position_is_read_again() -> None:
     n = 5_000
     reader, lane, _ = lane_reader(n, 1e-4, 1e-4)
-    read_all(reader)
+    read_reader(reader)
     helped = sorted(set(range(n)) - set(lane.taken))
     bad = helped[len(helped) // 2]  # read here while waiting, on the same scripted clock
     reader, lane, _ = lane_reader(n, 1e-4, 1e-4, fails_at=bad)
@@ -426,14 +418,14 @@ def test_a_read_here_that_fails_raises_at_its_place_then_the_position_is_read_ag
         while True:
             got += reader.read()[1]
     assert got == list(range(bad))
-    assert got + read_all(reader) == list(range(n))
+    assert got + read_reader(reader) == list(range(n))
     assert bad in lane.taken  # read again by the executor, the consumer's next block
 
 
 def test_ctrl_c_while_reading_here_for_the_executor_loses_and_repeats_nothing() -> None:
     n = 5_000
     reader, lane, _ = lane_reader(n, 1e-4, 1e-4)
-    read_all(reader)
+    read_reader(reader)
     helped = sorted(set(range(n)) - set(lane.taken))
     at = helped[len(helped) // 2]
     reader, lane, _ = lane_reader(n, 1e-4, 1e-4, interrupted_at=at)
@@ -442,7 +434,7 @@ def test_ctrl_c_while_reading_here_for_the_executor_loses_and_repeats_nothing() 
         while True:
             got += reader.read()[1]
     assert got == list(range(len(got))) and len(got) < at
-    assert got + read_all(reader) == list(range(n))
+    assert got + read_reader(reader) == list(range(n))
 
 
 def test_without_a_buffer_an_executor_keeps_all_its_tasks_in_flight() -> None:

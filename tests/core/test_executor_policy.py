@@ -35,6 +35,7 @@ from grainfn._src.parallel.processes import LeafExecutor, WorkerPool
 from faults.faulty import Fault
 from support.gated import gated_load
 from support.leaks import assert_nothing_left
+from support.reading import read_reader
 from support.scripted_clock import CostedExecutor, ScriptedClock, charged
 from support.waiting import wait_until
 
@@ -841,15 +842,6 @@ def ready_pool(dataset: Any, workers: int = 2) -> WorkerPool:
     pool = WorkerPool([dataset], workers)
     wait_until(pool.ready, "the workers started")
     return pool
-
-
-def read_reader(reader: BlockReader) -> list[Any]:
-    got: list[Any] = []
-    while True:
-        try:
-            got += reader.read()[1]
-        except StopIteration:
-            return got
 
 
 def test_after_a_block_fails_in_a_worker_the_work_stays_in_the_workers(tmp_path: Path) -> None:

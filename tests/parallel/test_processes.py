@@ -22,12 +22,14 @@ from hypothesis import strategies as st
 import grainfn as grain
 from grainfn import fn
 from grainfn._src.core.blocks import BlockReader
-from grainfn._src.parallel.processes import LeafExecutor, WorkerError, WorkerPool, available_cores
+from grainfn._src.parallel.cores import available_cores
+from grainfn._src.parallel.processes import LeafExecutor, WorkerError, WorkerPool
 from grainfn._src.parallel.transfer import INLINE_BYTES, decode_block, encode_block
 from grainfn.testing import assert_elements_equal
 
 from support.leaks import DEV_SHM, assert_nothing_left, open_memory_files, segments, workers
 from support.pipelines import build_stream, stream_specs
+from support.reading import read_reader
 from support.waiting import no_hang, wait_until
 
 
@@ -397,13 +399,8 @@ def test_the_consumer_reads_blocks_itself_while_the_workers_keep_it_waiting(
         target=lambda: (wait_until(read_here.exists, "a read here"), gate.touch())
     )
     opener.start()
-    got: list[Any] = []
     try:
-        while True:
-            try:
-                got += reader.read()[1]
-            except StopIteration:
-                break
+        got = read_reader(reader)
     finally:
         gate.touch()
         opener.join()

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.grain
 def test_determine_worker_count_is_the_data_loaders_rule() -> None:
     from grain._src.python import data_loader as theirs
 
-    from grainfn._src.parallel.processes import available_cores
+    from grainfn._src.parallel.cores import available_cores
     from grainfn._src.python import data_loader as ours
 
     assert ours._determine_worker_count(input_worker_count=3) == 3

@@ -19,3 +19,13 @@ def read_to_end(iterable: Any) -> list[Any]:
     if hasattr(iterator, "close"):
         iterator.close()
     return out
+
+
+def read_reader(reader: Any) -> list[Any]:
+    """Every element a `BlockReader` has left, block after block, to its end."""
+    got: list[Any] = []
+    while True:
+        try:
+            got += reader.read()[1]
+        except StopIteration:
+            return got

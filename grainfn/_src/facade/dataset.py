@@ -29,7 +29,7 @@ from grainfn._src.facade.base import DatasetOptions, InPlaceSlicing, NoStats, Sh
 from grainfn._src.facade.config import config
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
 from grainfn._src.grain_states.next_index import at_next_index, next_index
-from grainfn._src.parallel.processes import available_cores
+from grainfn._src.parallel.cores import available_cores
 from grainfn._src.stages.sources import ObjectDataset
 from grainfn._src.transforms import FlatMap, apply_transformations, as_function
 

@@ -7,8 +7,8 @@ import logging
 from typing import Any
 
 from grainfn._src.core import validate
+from grainfn._src.parallel.cores import available_cores
 from grainfn._src.parallel.deaths import check_worker_timeout
-from grainfn._src.parallel.processes import available_cores
 
 _logger = logging.getLogger("grainfn")
 

@@ -13,7 +13,7 @@ from typing import Any
 from grainfn._src.core import validate
 from grainfn._src.facade.dataset import IterDataset, MapDataset
 from grainfn._src.facade.options import MultiprocessingOptions, ReadOptions
-from grainfn._src.parallel.processes import available_cores
+from grainfn._src.parallel.cores import available_cores
 from grainfn._src.parallel.sizing import sizes_for_budget
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from grainfn._src.core.blocks import Result
 from grainfn._src.core.dataset import Dataset
+from grainfn._src.parallel.cores import available_cores
 from grainfn._src.parallel.deaths import (
     TIMEOUT_HINT,
     Death,
@@ -581,14 +582,6 @@ class PoolTask:
     def cancel(self) -> bool:
         self.pool.cancel(self.task)
         return True
-
-
-def available_cores() -> int:
-    """The CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class LeafExecutor:
