@@ -11,7 +11,9 @@ Where each block is read is the `ExecutorPolicy`'s decision
 `Clock` and gives it: the reader does what it decides, and keeps the blocks
 in order. Worker processes and actors stay up, idle, while the consumer
 reads (their owner closes them); an executor with a `note_fallback` method
-is told each time the work is settled in the consumer (`Fallback`).
+is told each time the work is settled in the consumer (`Fallback`). While
+the consumer waits for an executor that leaves it a core, it reads the next
+blocks itself (`BlockReader._help`), queued among the executor's in order.
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ class BlockReader:
 
     Where each block is read is its `policy`'s decision (an `ExecutorPolicy`),
     from the costs it measures on `clock`: the reader measures, asks, and
-    does what is decided.
+    does what is decided. While the executor has the work, the reader reads
+    blocks itself in the time it would wait for it (`_help`).
 
     If reading a position fails, the positions before it come first; then the
     error is raised, and the next read tries that position again (so a
