@@ -256,9 +256,9 @@ class BlockReader:
         self.meter = meter
         self.handed: tuple[bool, float, int, float] | None = None  # the last block (`_note`)
         self.block_seconds = (False, 0.0)  # how the block now read came, and its seconds
-        # Processes or actors on trial that leave it a core: the consumer reads too
-        # while it waits (`_help`).
-        self.helps = adaptive and bool(getattr(executor, "consumer_helps", False))
+        # Processes or actors that leave it a core: the consumer reads too while it waits,
+        # as long as they are on trial (`_help`).
+        self.helps = bool(getattr(executor, "consumer_helps", False))
         self.read_here_ahead = 0  # blocks `_help` read, in `pending`
         self.help_excess = 0.0  # what they cost beyond reading here alone (see `_help`)
 

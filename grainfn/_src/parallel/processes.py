@@ -227,14 +227,7 @@ class WorkerPool:
         A block that ends with a `WorkerError`, or a worker that could not
         start, stops every worker (`park`).
         """
-        self._check_owner()
-        worker = task % self.num_workers
-        try:
-            while task not in self._done:
-                self._receive(worker)
-        except Exception:
-            self.park()
-            raise
+        self._file_until(task, wait=True)
         block, error, seconds = self._done.pop(task)
         if isinstance(error, WorkerError):
             self.park()
@@ -246,20 +239,32 @@ class WorkerPool:
         Files what its worker has sent so far (as `result` does), and replaces
         the worker if it died; raises what `result` would raise then.
         """
+        return self._file_until(task, wait=False)
+
+    def _file_until(self, task: int, wait: bool) -> bool:
+        """Files the messages of the worker of `task` until its block is in; whether it is.
+
+        Without `wait`, only those already sent: it stops where the worker
+        has sent nothing more. A failure to file one stops every worker.
+        """
         self._check_owner()
         index = task % self.num_workers
         try:
             while task not in self._done:
-                worker = self.workers.get(index)
-                if worker is None or worker.abandoned:
-                    return False
-                if worker.held is None and not worker.channel.poll():
+                if not wait and not self._has_sent(index):
                     return False
                 self._receive(index)
         except Exception:
             self.park()
             raise
         return True
+
+    def _has_sent(self, index: int) -> bool:
+        """Whether worker `index` has a message to file now, or died (filing that replaces it)."""
+        worker = self.workers.get(index)
+        if worker is None or worker.abandoned:
+            return False
+        return worker.held is not None or worker.channel.poll()
 
     def park(self) -> None:
         """Stops every worker now; the next block sent to or awaited from one starts it again.

@@ -157,11 +157,12 @@ class SourceDataset(Dataset[Any]):
             raise
 
     def _get_array(self, indices: np.ndarray) -> Any | None:
-        source, rows = self.source, indices % self.length
+        source = self.source
         if isinstance(source, np.ndarray) and source.dtype.kind in NUMBER_KINDS:
-            return aligned.take_rows(source, rows)  # what stacking the rows would give
+            # What stacking the rows would give.
+            return aligned.take_rows(source, indices % self.length)
         if isinstance(source, ArrayTree) and source.gathers:
-            return source.rows(rows)
+            return source.rows(indices % self.length)
         return None
 
     def _get_many(self, indices: np.ndarray) -> list[Any]:
